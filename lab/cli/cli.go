@@ -1,0 +1,67 @@
+// Package cli implements the lab command. Main is shared by lab/main.go and
+// by the testscript suite, which registers it as the `lab` command so scripts
+// need no build step.
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sort"
+)
+
+// A command is one lab subcommand. run returns the process exit code:
+// 0 success, 1 failure, 2 usage error.
+type command struct {
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+// commands is the table of contents of the lab command.
+var commands = map[string]command{
+	"provider": {"run the provider lab (suppliers, partner, blackhole)", runProvider},
+	"list":     {"list lessons and exercises with your progress", runList},
+	"check":    {"check an exercise answer against its checkpoint and mutants", runCheck},
+	"hint":     {"print an exercise's hint", runHint},
+	"diff":     {"show what a lesson changed between two checkpoints", runDiff},
+	"verify":   {"instructor: run the whole course suite", runVerify},
+	"stats":    {"print a running provider lab's counters", runStats},
+	"reset":    {"reset a running provider lab's counters", runReset},
+}
+
+// Main runs the lab command with args (without the program name) and
+// returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return 0
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "lab: unknown command %q\n\n", name)
+		usage(stderr)
+		return 2
+	}
+	return cmd.run(args[1:], stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: lab <command> [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "commands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run `lab <command> -h` for a command's flags.")
+}
