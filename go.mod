@@ -3,8 +3,25 @@ module quoteflowlab.dev
 go 1.26.0
 
 require (
-	github.com/gorilla/mux v1.8.1 // indirect
-	github.com/rogpeppe/go-internal v1.16.0 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
-	golang.org/x/sync v0.25.0 // indirect
+	github.com/gorilla/mux v1.8.1
+	github.com/rogpeppe/go-internal v1.16.0
+	go.uber.org/goleak v1.3.0
+	quoteflowlab.dev/checkpoints/12 v0.0.0
+	quoteflowlab.dev/checkpoints/13 v0.0.0
+	quoteflowlab.dev/checkpoints/14 v0.0.0
 )
+
+require (
+	golang.org/x/sync v0.25.0 // indirect
+	golang.org/x/sys v0.26.0 // indirect
+	golang.org/x/tools v0.26.0 // indirect
+	quoteflowlab.dev/checkpoints/15 v0.0.0
+)
+
+replace quoteflowlab.dev/checkpoints/12 => ./checkpoints/12
+
+replace quoteflowlab.dev/checkpoints/13 => ./checkpoints/13
+
+replace quoteflowlab.dev/checkpoints/14 => ./checkpoints/14
+
+replace quoteflowlab.dev/checkpoints/15 => ./checkpoints/15

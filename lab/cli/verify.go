@@ -1,0 +1,294 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"quoteflowlab.dev/lab/internal/check"
+	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/mutant"
+)
+
+// testTimeout bounds one `go test` run of lab verify.
+const testTimeout = 10 * time.Minute
+
+// A verifyItem is one thing the instructor's run proves.
+type verifyItem struct {
+	name string
+	run  func(ctx context.Context) itemResult
+}
+
+// itemResult is one row of lab verify's summary (and of its JSON).
+type itemResult struct {
+	Name      string        `json:"name"`
+	OK        bool          `json:"ok"`
+	Summary   string        `json:"summary"`
+	Detail    string        `json:"detail,omitempty"`
+	ElapsedMS int64         `json:"elapsed_ms"`
+	Report    *check.Report `json:"report,omitempty"`
+}
+
+// verifyResult is the JSON document of `lab verify --json`.
+type verifyResult struct {
+	OK        bool         `json:"ok"`
+	Passed    int          `json:"passed"`
+	Total     int          `json:"total"`
+	Items     []itemResult `json:"items"`
+	ElapsedMS int64        `json:"elapsed_ms"`
+}
+
+// runVerify implements `lab verify [--json] [FILTER...]`: the instructor's
+// run over every checkpoint, answer, starter, mutant and the provider.
+func runVerify(args []string, stdout, stderr io.Writer) int {
+	fset := newFlags("verify", "[--json] [FILTER...]   (FILTER: run only items whose name contains it, e.g. E14)", stderr)
+	asJSON := fset.Bool("json", false, "print the results as one JSON document (progress goes to stderr)")
+	filters, code, ok := parseArgs(fset, args)
+	if !ok {
+		return code
+	}
+	root, ok := findRoot("verify", stderr)
+	if !ok {
+		return 1
+	}
+	items := verifyItems(root)
+	if len(filters) > 0 {
+		items = slices.DeleteFunc(items, func(it verifyItem) bool {
+			return !slices.ContainsFunc(filters, func(f string) bool { return strings.Contains(strings.ToLower(it.name), strings.ToLower(f)) })
+		})
+		if len(items) == 0 {
+			return usageError(fset, stderr, "no item matches %s", strings.Join(filters, " "))
+		}
+	}
+	progress := stdout
+	if *asJSON {
+		progress = stderr
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	res := verify(ctx, root, items, progress)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			fmt.Fprintf(stderr, "lab verify: %v\n", err)
+			return 1
+		}
+	} else {
+		writeSummary(stdout, res)
+	}
+	if !res.OK {
+		return 1
+	}
+	return 0
+}
+
+func verify(ctx context.Context, root string, items []verifyItem, progress io.Writer) verifyResult {
+	start := time.Now()
+	fmt.Fprintf(progress, "lab verify: %d items in %s\n", len(items), root)
+	res := verifyResult{Total: len(items), Items: []itemResult{}}
+	for i, it := range items {
+		fmt.Fprintf(progress, "[%2d/%d] %s ... ", i+1, len(items), it.name)
+		t := time.Now()
+		r := it.run(ctx)
+		r.Name, r.ElapsedMS = it.name, time.Since(t).Milliseconds()
+		word := "ok"
+		if !r.OK {
+			word = "FAIL"
+		} else {
+			res.Passed++
+		}
+		fmt.Fprintf(progress, "%s (%s) %s\n", word, secondsOf(r.ElapsedMS), r.Summary)
+		if !r.OK && r.Detail != "" {
+			for line := range strings.SplitSeq(strings.TrimRight(r.Detail, "\n"), "\n") {
+				fmt.Fprintf(progress, "        | %s\n", line)
+			}
+		}
+		res.Items = append(res.Items, r)
+	}
+	res.OK = res.Passed == res.Total
+	res.ElapsedMS = time.Since(start).Milliseconds()
+	return res
+}
+
+func writeSummary(w io.Writer, res verifyResult) {
+	width := 0
+	for _, r := range res.Items {
+		width = max(width, len(r.Name))
+	}
+	fmt.Fprintf(w, "\nsummary:\n  %-6s %-*s  %7s\n", "result", width, "item", "time")
+	for _, r := range res.Items {
+		word := "ok"
+		if !r.OK {
+			word = "FAIL"
+		}
+		fmt.Fprintf(w, "  %-6s %-*s  %7s\n", word, width, r.Name, secondsOf(r.ElapsedMS))
+	}
+	verdict := "PASSED"
+	if !res.OK {
+		verdict = "FAILED"
+	}
+	fmt.Fprintf(w, "\nverify: %s: %d/%d items passed in %s\n", verdict, res.Passed, res.Total, secondsOf(res.ElapsedMS))
+}
+
+func secondsOf(ms int64) string { return fmt.Sprintf("%.1fs", float64(ms)/1000) }
+
+// verifyItems discovers what there is to verify, in the order a reader
+// expects: checkpoints, mutant definitions, answers, starters, provider.
+func verifyItems(root string) []verifyItem {
+	var items []verifyItem
+	for _, n := range checkpointNumbers(root) {
+		dir := filepath.Join(root, "checkpoints", n)
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+			continue
+		}
+		items = append(items, verifyItem{
+			name: "checkpoint " + n + ": its own tests, standalone",
+			run: func(ctx context.Context) itemResult {
+				return goTest(ctx, dir, "GOWORK=off", "./...")
+			},
+		})
+	}
+	for _, l := range course.Lessons {
+		if check.HasGrader(l.Exercise()) {
+			continue
+		}
+		items = append(items, verifyItem{
+			name: l.Exercise() + " mutants: made from the current checkpoint " + strconv.Itoa(l.Number),
+			run:  func(context.Context) itemResult { return mutantsCurrent(root, l) },
+		})
+	}
+	for _, l := range course.Lessons {
+		if exists(root, l.Reference()) {
+			items = append(items, verifyItem{
+				name: l.Exercise() + " reference answer " + l.Reference() + ": passes, catches every mutant",
+				run:  func(ctx context.Context) itemResult { return referenceAnswer(ctx, root, l) },
+			})
+		}
+	}
+	for _, l := range course.Lessons {
+		if exists(root, l.Starter()) {
+			items = append(items, verifyItem{
+				name: l.Exercise() + " starter " + l.Starter() + ": reported as not started",
+				run:  func(ctx context.Context) itemResult { return starter(ctx, root, l) },
+			})
+		}
+	}
+	if exists(root, "provider") {
+		items = append(items, verifyItem{
+			name: "provider: contract tests (go test ./provider/)",
+			run: func(ctx context.Context) itemResult {
+				return goTest(ctx, root, "GOWORK=off", "./provider/")
+			},
+		})
+	}
+	return items
+}
+
+func exists(root, slashPath string) bool {
+	_, err := os.Stat(filepath.Join(root, filepath.FromSlash(slashPath)))
+	return err == nil
+}
+
+// goTest runs `go test pkgs` in dir with one extra environment setting.
+func goTest(ctx context.Context, dir, env string, pkgs ...string) itemResult {
+	ctx, cancel := context.WithTimeout(ctx, testTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", append([]string{"test"}, pkgs...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env)
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if ctx.Err() != nil {
+			return itemResult{Summary: "go test did not finish within " + testTimeout.String(), Detail: tail(string(out), 40)}
+		}
+		return itemResult{Summary: "go test failed: " + err.Error(), Detail: tail(string(out), 40)}
+	}
+	n := strings.Count(string(out), "\nok ") + strings.Count(string(out), "ok  \t")
+	if strings.HasPrefix(string(out), "ok ") {
+		n++
+	}
+	return itemResult{OK: true, Summary: fmt.Sprintf("%d packages ok", max(n, 1))}
+}
+
+// mutantsCurrent checks that each of l's mutant definitions replaces a file
+// that exists, was made from that file's current version, and differs from it.
+func mutantsCurrent(root string, l course.Lesson) itemResult {
+	ms, err := mutant.Load(root, l.Exercise())
+	if err != nil {
+		return itemResult{Summary: err.Error()}
+	}
+	if len(ms) == 0 {
+		return itemResult{Summary: "no mutant definitions in " + mutant.Dir + "/" + l.Exercise()}
+	}
+	var problems []string
+	for _, m := range ms {
+		if err := m.CheckCurrent(root); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return itemResult{Summary: fmt.Sprintf("%d of %d definitions need attention", len(problems), len(ms)), Detail: strings.Join(problems, "\n")}
+	}
+	return itemResult{OK: true, Summary: fmt.Sprintf("%d definitions", len(ms))}
+}
+
+// referenceAnswer checks the published answer: it must pass and catch every
+// mutant, bonus ones included (the lesson promises the reference catches them).
+func referenceAnswer(ctx context.Context, root string, l course.Lesson) itemResult {
+	r := check.Check(ctx, check.Options{Root: root, Lesson: l, Answer: l.Reference(), CacheDir: verifyCache(root)})
+	res := itemResult{OK: r.OK, Summary: r.Summary, Report: &r}
+	var missed []string
+	for _, p := range r.Properties {
+		if !p.OK {
+			missed = append(missed, fmt.Sprintf("%s (%s): %s", p.Name, p.Status, p.Story))
+		}
+	}
+	if r.OK && len(missed) > 0 {
+		res.OK = false
+		res.Summary = "passes, but misses bonus mutants the reference must catch"
+	}
+	if !res.OK {
+		var b strings.Builder
+		r.WriteText(&b)
+		res.Detail = b.String()
+	}
+	return res
+}
+
+// starter checks that the exercise's starter is reported as not started.
+func starter(ctx context.Context, root string, l course.Lesson) itemResult {
+	r := check.Check(ctx, check.Options{Root: root, Lesson: l, Answer: l.Starter(), CacheDir: verifyCache(root)})
+	res := itemResult{OK: r.Verdict == check.NotStarted, Summary: "verdict " + string(r.Verdict), Report: &r}
+	if !res.OK {
+		var b strings.Builder
+		r.WriteText(&b)
+		res.Detail = b.String()
+	}
+	return res
+}
+
+// verifyCache keeps verify's binaries apart from a student's own checks.
+func verifyCache(root string) string {
+	return filepath.Join(course.StateDir(root), "cache", "verify")
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = append([]string{"..."}, lines[len(lines)-n:]...)
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,78 @@
+package grade15
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"quoteflowlab.dev/lab/internal/check"
+)
+
+// init makes Grade the checker of E15 for `lab check`; the lab command links
+// this package in with a blank import.
+func init() { check.Register("E15", Check) }
+
+// Check adapts Grade to `lab check E15 [--answer DIR]`.
+func Check(ctx context.Context, o check.Options) check.Report {
+	answer := o.Answer
+	if answer == "" {
+		answer = o.Lesson.Starter()
+	}
+	res := Grade(ctx, Options{Root: o.Root, Dir: filepath.FromSlash(answer)})
+	r := check.Report{
+		Exercise:  "E15",
+		Title:     o.Lesson.DisplayTitle(o.Root),
+		Answer:    answer,
+		OK:        res.Passed,
+		Summary:   summary(res),
+		ElapsedMS: res.Elapsed.Milliseconds(),
+	}
+	again := "lab check E15"
+	if answer != o.Lesson.Starter() {
+		again += " --answer " + answer
+	}
+	switch {
+	case res.NotStarted:
+		r.Verdict = check.NotStarted
+		r.Next = "read lessons/15/README.md, write the tools in " + answer + " (`lab hint E15` if you are stuck), then run `" + again + "` again"
+	case res.Passed:
+		r.Verdict = check.Passed
+	default:
+		r.Verdict = check.Failed
+		r.Next = "fix the properties marked FAILED above, then run `" + again + "` again"
+	}
+	for _, p := range res.Properties {
+		status, detail := check.StatusOK, ""
+		switch {
+		case !p.OK && res.NotStarted && strings.Contains(p.Detail, "still prints its TODO"):
+			status = check.StatusNotRun
+		case !p.OK:
+			status, detail = check.StatusFailed, p.Detail
+		}
+		r.Properties = append(r.Properties, check.Property{
+			Name: p.Name, Story: p.Sentence, Required: p.Required, OK: p.OK, Status: status, Detail: detail,
+		})
+	}
+	return r
+}
+
+// summary is the verdict as one sentence, without the exercise name.
+func summary(res Result) string {
+	required, failed := 0, []string{}
+	for _, p := range res.Properties {
+		if p.Required {
+			required++
+			if !p.OK {
+				failed = append(failed, p.Name)
+			}
+		}
+	}
+	switch {
+	case res.NotStarted:
+		return "every tool still prints its TODO."
+	case res.Passed:
+		return fmt.Sprintf("all %d required properties hold (graded in %.1f s).", required, res.Elapsed.Seconds())
+	}
+	return fmt.Sprintf("%d of %d required properties do not hold: %s.", len(failed), required, strings.Join(failed, ", "))
+}

@@ -1,0 +1,264 @@
+// Package grade15 grades exercise E15, the time-budget tools of lesson 15.
+//
+// Grade builds the five tools (call, deadline, retry, fanout, probe) found in
+// an answer directory, starts the provider lab in-process on free loopback
+// ports, runs every tool against it (slow /call, failing keys, /budget echo,
+// the blackhole, a closed port), measures each run's wall time itself, and
+// checks the plan and the report. The Result lists every property with a
+// sentence saying what a failure means.
+//
+// `lab check E15 [--answer DIR]` calls Grade and prints Result.Write.
+package grade15
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Tools are the five programs an answer contains, one main package per folder.
+var Tools = []string{"call", "deadline", "retry", "fanout", "probe"}
+
+// Files an answer contains besides the tools.
+const (
+	PlanFile   = "budget_plan.json"
+	ReportFile = "budget_report.md"
+	ProbeFile  = "probe.json" // optional: a saved probe run the report quotes
+)
+
+// Options says what to grade.
+type Options struct {
+	// Dir is the answer directory: call/, deadline/, retry/, fanout/, probe/,
+	// budget_plan.json and budget_report.md. A relative Dir is taken from Root.
+	// Empty means Root/lessons/15/exercise (the student's starter).
+	Dir string
+	// Root is the repository root. Empty means the current directory.
+	Root string
+	// Overlay is an optional `go build -overlay` JSON file. It is passed to
+	// every build and is also honoured when reading budget_plan.json and
+	// budget_report.md, so any one file of an answer can be swapped for a
+	// broken variant without copying the answer.
+	Overlay string
+	// Progress, when not nil, receives one line per grading step.
+	Progress io.Writer
+}
+
+// A Property is one thing the grader checks.
+type Property struct {
+	Name     string // short stable id, e.g. "deadline_read_limit"
+	Sentence string // what the property demands and what a failure means
+	Required bool   // false: reported, but does not fail the grade
+	OK       bool
+	Detail   string // what was observed
+}
+
+// Result is the outcome of one grading run.
+type Result struct {
+	Properties []Property
+	// NotStarted is true when every tool still prints its starter's TODO.
+	NotStarted bool
+	// Passed is true when every required property holds.
+	Passed  bool
+	Verdict string // one line: passed, failed (how many) or not started
+	Elapsed time.Duration
+}
+
+// Failed returns the properties that do not hold, required or not.
+func (r Result) Failed() []Property {
+	var out []Property
+	for _, p := range r.Properties {
+		if !p.OK {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Write prints the result for a person: one line per property, the sentence
+// and detail under each failure, the verdict last.
+func (r Result) Write(w io.Writer) {
+	if r.NotStarted {
+		fmt.Fprintln(w, r.Verdict)
+		fmt.Fprintln(w, "Start with lessons/15/exercise/call/main.go; run `lab hint E15` if stuck.")
+		return
+	}
+	for _, p := range r.Properties {
+		mark := "ok  "
+		switch {
+		case !p.OK && p.Required:
+			mark = "FAIL"
+		case !p.OK:
+			mark = "warn"
+		}
+		fmt.Fprintf(w, "%s %s\n", mark, p.Name)
+		if !p.OK {
+			fmt.Fprintf(w, "     %s\n", p.Sentence)
+			if p.Detail != "" {
+				fmt.Fprintf(w, "     observed: %s\n", p.Detail)
+			}
+		}
+	}
+	fmt.Fprintf(w, "%s (%.1f s)\n", r.Verdict, r.Elapsed.Seconds())
+}
+
+// Grade runs the whole grading. It never panics on a bad answer: every
+// problem (a tool that does not build, prints no JSON, hangs) becomes a
+// failed property. ctx bounds the whole run.
+func Grade(ctx context.Context, opts Options) Result {
+	start := time.Now()
+	g := &grader{opts: opts, findings: map[string]finding{}, todo: map[string]bool{}}
+	g.dir = resolveDir(opts)
+	if err := g.loadOverlay(); err != nil {
+		g.failAll("reading the overlay: " + err.Error())
+		return g.result(start)
+	}
+	g.progress("grading %s", g.dir)
+
+	var wg sync.WaitGroup
+	wg.Go(func() { g.checkPlanAndReport() })
+	if err := g.build(ctx); err != nil {
+		g.failAll(err.Error())
+		wg.Wait()
+		return g.result(start)
+	}
+	defer os.RemoveAll(g.binDir)
+
+	lab, err := startLab()
+	if err != nil {
+		g.failAll("starting the provider lab: " + err.Error())
+		wg.Wait()
+		return g.result(start)
+	}
+	defer lab.stop()
+	g.lab = lab
+	g.progress("provider lab on %s, blackhole %s", lab.base, lab.blackhole)
+
+	for _, check := range []func(context.Context){g.checkCall, g.checkDeadline, g.checkRetry, g.checkFanout, g.checkProbe} {
+		wg.Go(func() { check(ctx) })
+	}
+	wg.Wait()
+	return g.result(start)
+}
+
+// resolveDir returns the absolute answer directory.
+func resolveDir(opts Options) string {
+	root := opts.Root
+	if root == "" {
+		root = "."
+	}
+	dir := opts.Dir
+	if dir == "" {
+		dir = filepath.Join("lessons", "15", "exercise")
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(root, dir)
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return dir
+}
+
+// A finding is the verdict on one property.
+type finding struct {
+	ok     bool
+	detail string
+}
+
+// grader holds one grading run's state.
+type grader struct {
+	opts      Options
+	dir       string
+	overlay   map[string]string // absolute path → replacement file
+	binDir    string
+	bins      map[string]string // tool → binary; absent when it did not build
+	buildErrs map[string]string
+	lab       *lab
+
+	mu       sync.Mutex
+	findings map[string]finding
+	todo     map[string]bool // tool → it printed its starter's TODO
+}
+
+// set records the verdict on property name.
+func (g *grader) set(name string, ok bool, format string, args ...any) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.findings[name] = finding{ok: ok, detail: fmt.Sprintf(format, args...)}
+}
+
+// failAll fails every property not yet decided with detail.
+func (g *grader) failAll(detail string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, s := range specs {
+		if _, done := g.findings[s.name]; !done {
+			g.findings[s.name] = finding{detail: detail}
+		}
+	}
+}
+
+func (g *grader) progress(format string, args ...any) {
+	if g.opts.Progress != nil {
+		fmt.Fprintf(g.opts.Progress, "E15: "+format+"\n", args...)
+	}
+}
+
+// result assembles the Result in the order of specs.
+func (g *grader) result(start time.Time) Result {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r := Result{Passed: true}
+	failed, required := 0, 0
+	for _, s := range specs {
+		f, ok := g.findings[s.name]
+		if !ok {
+			f = finding{detail: "not checked"}
+		}
+		r.Properties = append(r.Properties, Property{Name: s.name, Sentence: s.sentence, Required: s.required, OK: f.ok, Detail: f.detail})
+		if s.required {
+			required++
+			if !f.ok {
+				failed++
+				r.Passed = false
+			}
+		}
+	}
+	r.NotStarted = g.notStarted()
+	r.Elapsed = time.Since(start)
+	switch {
+	case r.NotStarted:
+		r.Passed = false
+		r.Verdict = "E15 not started: every tool still prints its TODO"
+	case r.Passed:
+		r.Verdict = fmt.Sprintf("E15 passed: all %d required properties hold", required)
+	default:
+		r.Verdict = fmt.Sprintf("E15 failed: %d of %d required properties do not hold", failed, required)
+	}
+	return r
+}
+
+// notStarted reports whether every tool printed its TODO. Caller holds g.mu.
+func (g *grader) notStarted() bool {
+	for _, tool := range Tools {
+		if !g.todo[tool] {
+			return false
+		}
+	}
+	return true
+}
+
+// shorten cuts s to one readable line.
+func shorten(s string) string {
+	s = strings.TrimSpace(s)
+	s = strings.ReplaceAll(s, "\n", " | ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}

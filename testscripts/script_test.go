@@ -1,0 +1,383 @@
+// Package testscripts runs the course's command-level scripts
+// (testscripts/*.txtar) with github.com/rogpeppe/go-internal/testscript.
+//
+// Commands available in every script, besides testscript's built-ins:
+//
+//	exec lab ARGS...
+//	    The lab command (cli.Main) run as a subprocess of the test binary:
+//	    no build step; `exec` is required. `exec lab provider ... &name&`
+//	    runs it in the background (`kill -INT name`, `wait name`); testscript
+//	    interrupts background commands left when the script ends.
+//
+//	provider [-latency-scale F] [-max-keys N]
+//	    Starts an in-process provider lab on free loopback ports for this
+//	    script (stopped when the script ends) and sets
+//	    $PROVIDER_URL   e.g. http://127.0.0.1:40123
+//	    $PROVIDER_ADDR  e.g. 127.0.0.1:40123
+//	    $BLACKHOLE_ADDR e.g. 127.0.0.1:40124 ("" where unsupported: guard with [linux])
+//	    The default latency scale is 1 (the documented delays).
+//
+//	freeport VAR
+//	    Sets $VAR to a port number that was free on 127.0.0.1 a moment ago.
+//
+//	[!] waitport [-timeout D] HOST:PORT [D]
+//	    Waits until a TCP connect to HOST:PORT succeeds (timeout D, as a flag
+//	    or a second argument: default 10s, capped at 60s). Negated: succeeds
+//	    if no connect succeeded within the timeout.
+//
+//	[!] http [-H 'Name: value']... [-timeout D] METHOD URL [BODY]
+//	    Does one HTTP request (default timeout 10s, capped at 60s; loopback
+//	    hosts only; no automatic gzip decoding, no redirects) and writes to
+//	    stdout:
+//	        status 200
+//	        Content-Type: application/json      (every header but Date, sorted)
+//	        <blank line>
+//	        <body>
+//	    Any status is a success; assert it with `stdout '^status 503$'`.
+//	    A transport error (refused, reset, timeout) fails the command; its
+//	    message goes to stderr, so `! http ...` then `stderr 'timeout'` works.
+//
+// Environment of every script: the host's GOCACHE, GOMODCACHE, GOPATH and
+// GOFLAGS (nothing downloads, nothing rebuilds the world; modules resolve
+// from each go.sum), GOPROXY=off, GOTOOLCHAIN=local, GOWORK=off,
+// HOME=$WORK/home, and REPO = the absolute path of the repository root (so
+// scripts can `cd $REPO/checkpoints/13` and `exec go test ./...`).
+package testscripts
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"quoteflowlab.dev/lab/cli"
+	"quoteflowlab.dev/provider"
+)
+
+// TestMain registers `lab` so scripts run it without building it.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"lab": func() { os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs every testscripts/*.txtar.
+func TestScripts(t *testing.T) {
+	t.Parallel()
+	testscript.Run(t, testscript.Params{
+		Dir:   ".",
+		Setup: setup,
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"provider": cmdProvider,
+			"freeport": cmdFreeport,
+			"waitport": cmdWaitport,
+			"http":     cmdHTTP,
+		},
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+	})
+}
+
+// maxWait caps every wait a script can ask for.
+const maxWait = 60 * time.Second
+
+var (
+	goEnvOnce sync.Once
+	goEnvVals []string // KEY=value for GOCACHE, GOMODCACHE, GOPATH, GOFLAGS
+	goEnvErr  error
+)
+
+// hostGoEnv returns the host's Go cache locations, asked of `go env` once.
+func hostGoEnv() ([]string, error) {
+	goEnvOnce.Do(func() {
+		keys := []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOFLAGS"}
+		out, err := exec.Command("go", append([]string{"env", "-json"}, keys...)...).Output()
+		if err != nil {
+			goEnvErr = fmt.Errorf("go env: %w", err)
+			return
+		}
+		var vals map[string]string
+		if err := json.Unmarshal(out, &vals); err != nil {
+			goEnvErr = fmt.Errorf("go env -json: %w", err)
+			return
+		}
+		for _, k := range keys {
+			goEnvVals = append(goEnvVals, k+"="+vals[k])
+		}
+	})
+	return goEnvVals, goEnvErr
+}
+
+// setup gives each script the host's Go caches, an offline module proxy, a
+// HOME of its own and $REPO.
+func setup(env *testscript.Env) error {
+	goVars, err := hostGoEnv()
+	if err != nil {
+		return err
+	}
+	repo, err := filepath.Abs("..")
+	if err != nil {
+		return err
+	}
+	home := filepath.Join(env.WorkDir, "home")
+	if err := os.MkdirAll(home, 0o777); err != nil {
+		return err
+	}
+	for _, kv := range goVars {
+		k, v, _ := strings.Cut(kv, "=")
+		env.Setenv(k, v)
+	}
+	env.Setenv("GOPROXY", "off")
+	env.Setenv("GOTOOLCHAIN", "local")
+	env.Setenv("GOWORK", "off")
+	env.Setenv("HOME", home)
+	if os.Getenv("USERPROFILE") != "" || filepath.Separator == '\\' {
+		env.Setenv("USERPROFILE", home)
+	}
+	env.Setenv("REPO", repo)
+	return nil
+}
+
+// cmdProvider starts an in-process provider lab for the script.
+func cmdProvider(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! provider")
+	}
+	fs := flag.NewFlagSet("provider", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	scale := fs.Float64("latency-scale", 1, "")
+	maxKeys := fs.Int("max-keys", 0, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		ts.Fatalf("usage: provider [-latency-scale F] [-max-keys N]")
+	}
+	srv, err := provider.Start(provider.Options{LatencyScale: *scale, MaxKeys: *maxKeys}, "127.0.0.1:0", "127.0.0.1:0")
+	ts.Check(err)
+	ts.Defer(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	ts.Setenv("PROVIDER_URL", srv.URL)
+	ts.Setenv("PROVIDER_ADDR", srv.Addr)
+	ts.Setenv("BLACKHOLE_ADDR", srv.BlackholeAddr)
+}
+
+// cmdFreeport sets a variable to a free loopback port.
+func cmdFreeport(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: freeport VAR")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	ts.Check(ln.Close())
+	ts.Setenv(args[0], strconv.Itoa(port))
+}
+
+// cmdWaitport waits until a TCP connect to an address succeeds.
+func cmdWaitport(ts *testscript.TestScript, neg bool, args []string) {
+	fs := flag.NewFlagSet("waitport", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	timeout := fs.Duration("timeout", 10*time.Second, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() < 1 || fs.NArg() > 2 {
+		ts.Fatalf("usage: waitport [-timeout D] HOST:PORT [D]")
+	}
+	addr := fs.Arg(0)
+	if fs.NArg() == 2 {
+		d, err := time.ParseDuration(fs.Arg(1))
+		if err != nil {
+			ts.Fatalf("waitport: timeout %q: %v", fs.Arg(1), err)
+		}
+		*timeout = d
+	}
+	ts.Check(loopbackOnly(addr))
+	deadline := time.Now().Add(min(*timeout, maxWait))
+	for {
+		conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			conn.Close()
+			if neg {
+				ts.Fatalf("%s accepts connections", addr)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			if !neg {
+				ts.Fatalf("%s did not accept a connection within %s: %v", addr, *timeout, err)
+			}
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // polling another process's port: there is no event to wait on
+	}
+}
+
+// cmdHTTP does one HTTP request and prints status, headers and body.
+func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
+	fs := flag.NewFlagSet("http", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var headers headerFlags
+	fs.Var(&headers, "H", "")
+	timeout := fs.Duration("timeout", 10*time.Second, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() < 2 || fs.NArg() > 3 {
+		ts.Fatalf("usage: http [-H 'Name: value']... [-timeout D] METHOD URL [BODY]")
+	}
+	method, url := fs.Arg(0), fs.Arg(1)
+	var body io.Reader
+	if fs.NArg() == 3 {
+		body = strings.NewReader(fs.Arg(2))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), min(*timeout, maxWait))
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	ts.Check(err)
+	ts.Check(loopbackOnly(req.URL.Host))
+	for _, h := range headers {
+		req.Header.Add(h[0], h[1])
+	}
+	if body != nil && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	client := &http.Client{
+		// A fresh transport per request: no connection reuse, so no hidden
+		// retry by net/http and every request is exactly one attempt.
+		Transport: &http.Transport{DisableCompression: true, DisableKeepAlives: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	resp, err := client.Do(req)
+	if err == nil {
+		var data []byte
+		data, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err == nil {
+			fmt.Fprint(ts.Stdout(), formatResponse(resp, data))
+		}
+	}
+	switch {
+	case err != nil && !neg:
+		ts.Fatalf("http %s %s: %v", method, url, err)
+	case err != nil:
+		fmt.Fprintln(ts.Stderr(), err)
+	case neg:
+		ts.Fatalf("http %s %s: got a response, want a transport error", method, url)
+	}
+}
+
+// formatResponse renders a response as the http command prints it.
+func formatResponse(resp *http.Response, body []byte) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "status %d\n", resp.StatusCode)
+	names := make([]string, 0, len(resp.Header))
+	for k := range resp.Header {
+		if k != "Date" {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		for _, v := range resp.Header[k] {
+			fmt.Fprintf(&b, "%s: %s\n", k, v)
+		}
+	}
+	b.WriteString("\n")
+	b.Write(body)
+	if len(body) > 0 && body[len(body)-1] != '\n' {
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// headerFlags collects repeated -H 'Name: value' flags.
+type headerFlags [][2]string
+
+func (h *headerFlags) String() string { return fmt.Sprint(*h) }
+
+func (h *headerFlags) Set(s string) error {
+	name, value, ok := strings.Cut(s, ":")
+	if !ok {
+		return fmt.Errorf("header %q: want 'Name: value'", s)
+	}
+	*h = append(*h, [2]string{strings.TrimSpace(name), strings.TrimSpace(value)})
+	return nil
+}
+
+// loopbackOnly refuses any host outside 127.0.0.0/8 and ::1: the course never
+// dials the outside world. "localhost" is allowed.
+func loopbackOnly(hostport string) error {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("refusing to dial %q: scripts may only dial loopback addresses", hostport)
+}
+
+// TestLabExitCodes checks the exit codes scripts cannot tell apart
+// (testscript's `! exec` only knows "non-zero"): 2 for usage errors, 1 for
+// failures.
+func TestLabExitCodes(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := ln.Addr().String()
+	defer ln.Close()
+	closed := freeAddr(t)
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"help"}, 0},
+		{nil, 2},
+		{[]string{"frobnicate"}, 2},
+		{[]string{"provider", "--latency-scale", "fast"}, 2},
+		{[]string{"provider", "--latency-scale", "-1"}, 2},
+		{[]string{"provider", "extra"}, 2},
+		{[]string{"provider", "-h"}, 0},
+		{[]string{"provider", "--addr", busy, "--blackhole-addr", ""}, 1},
+		{[]string{"stats", "--provider", "http://" + closed}, 1},
+		{[]string{"reset", "--provider", "http://" + closed}, 1},
+		{[]string{"stats", "--nope"}, 2},
+	} {
+		var stdout, stderr strings.Builder
+		if got := cli.Main(c.args, &stdout, &stderr); got != c.want {
+			t.Errorf("lab %q: exit %d, want %d; stderr: %s", c.args, got, c.want, stderr.String())
+		}
+		if c.want == 1 && strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 {
+			t.Errorf("lab %q: want a one-line error, got %q", c.args, stderr.String())
+		}
+	}
+}
+
+// freeAddr returns a loopback address nobody listens on (a moment ago).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
