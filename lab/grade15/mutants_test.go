@@ -99,6 +99,11 @@ func TestBrokenVariantsAreRejected(t *testing.T) {
 		}
 		t.Run(m.name, func(t *testing.T) {
 			r := grade(t, Options{Dir: dir, Overlay: m.overlay(t, dir)})
+			for _, p := range r.Properties {
+				if strings.HasPrefix(p.Name, "build_") && !p.OK {
+					t.Fatalf("the broken variant must compile, so that its bug is caught by behaviour: %s", p.Detail)
+				}
+			}
 			if r.Passed {
 				t.Fatalf("the grader passed a broken answer: %s", m.story)
 			}

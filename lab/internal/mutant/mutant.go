@@ -158,7 +158,7 @@ func Parse(data []byte) (Mutant, error) {
 	if m.Target == "" {
 		return m, errors.New("no replaced file")
 	}
-	if path.IsAbs(m.Target) || strings.HasPrefix(path.Clean(m.Target), "..") || !strings.HasPrefix(m.Target, "checkpoints/") {
+	if path.Clean(m.Target) != m.Target || !strings.HasPrefix(m.Target, "checkpoints/") {
 		return m, fmt.Errorf("replaced file %q must be a slash path under checkpoints/", m.Target)
 	}
 	if err := m.parseHeader(ar.Comment); err != nil {
