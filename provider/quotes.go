@@ -103,8 +103,11 @@ func parseBudgetMs(v string) (float64, error) {
 // otherwise it has already answered (or the client is gone) and status is
 // what was written (0 for none):
 //   - X-Budget-Ms invalid: 400 at once;
-//   - planned > X-Budget-Ms: it stops at the budget and answers 504
-//     budget_exhausted, counted as abandoned;
+//   - planned > X-Budget-Ms: the work cannot finish in time, so it is
+//     abandoned (counted once): it stops at the budget and answers 504
+//     budget_exhausted, or stops earlier if the client leaves first. A client
+//     that sent its exact budget hangs up at that same instant, so either
+//     order of the two events counts as abandoned;
 //   - the client goes away: it stops at once, counted as client_gone.
 func (p *Provider) work(c *supplierCall, planned time.Duration) (status int, ok bool) {
 	budget, hasBudget, err := budgetOf(c.r)
@@ -112,10 +115,10 @@ func (p *Provider) work(c *supplierCall, planned time.Duration) (status int, ok 
 		return c.fail(http.StatusBadRequest, "bad_budget", err.Error()), false
 	}
 	if hasBudget && planned > budget {
+		p.stats.abandoned.Add(1)
 		if !p.pause(c.r.Context(), budget) {
 			return 0, false
 		}
-		p.stats.abandoned.Add(1)
 		return c.fail(http.StatusGatewayTimeout, "budget_exhausted",
 			fmt.Sprintf("%s needed %d ms but X-Budget-Ms allowed %s; stopped at the budget",
 				Suppliers[c.supplier], planned.Milliseconds(), c.r.Header.Get("X-Budget-Ms"))), false

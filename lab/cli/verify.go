@@ -52,6 +52,7 @@ type verifyResult struct {
 func runVerify(args []string, stdout, stderr io.Writer) int {
 	fset := newFlags("verify", "[--json] [FILTER...]   (FILTER: run only items whose name contains it, e.g. E14)", stderr)
 	asJSON := fset.Bool("json", false, "print the results as one JSON document (progress goes to stderr)")
+	noCache := fset.Bool("no-cache", false, "rerun tests whose results go test has cached (go test -count=1)")
 	filters, code, ok := parseArgs(fset, args)
 	if !ok {
 		return code
@@ -60,7 +61,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	items := verifyItems(root)
+	items := verifyItems(root, *noCache)
 	if len(filters) > 0 {
 		items = slices.DeleteFunc(items, func(it verifyItem) bool {
 			return !slices.ContainsFunc(filters, func(f string) bool { return strings.Contains(strings.ToLower(it.name), strings.ToLower(f)) })
@@ -145,8 +146,14 @@ func secondsOf(ms int64) string { return fmt.Sprintf("%.1fs", float64(ms)/1000) 
 
 // verifyItems discovers what there is to verify, in the order a reader
 // expects: checkpoints, mutant definitions, answers, starters, provider.
-func verifyItems(root string) []verifyItem {
+func verifyItems(root string, noCache bool) []verifyItem {
 	var items []verifyItem
+	testArgs := func(pkgs ...string) []string {
+		if noCache {
+			return append([]string{"-count=1"}, pkgs...)
+		}
+		return pkgs
+	}
 	for _, n := range checkpointNumbers(root) {
 		dir := filepath.Join(root, "checkpoints", n)
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
@@ -155,7 +162,7 @@ func verifyItems(root string) []verifyItem {
 		items = append(items, verifyItem{
 			name: "checkpoint " + n + ": its own tests, standalone",
 			run: func(ctx context.Context) itemResult {
-				return goTest(ctx, dir, "GOWORK=off", "./...")
+				return goTest(ctx, dir, "GOWORK=off", testArgs("./...")...)
 			},
 		})
 	}
@@ -170,8 +177,12 @@ func verifyItems(root string) []verifyItem {
 	}
 	for _, l := range course.Lessons {
 		if exists(root, l.Reference()) {
+			what := ": passes, catches every mutant"
+			if check.HasGrader(l.Exercise()) {
+				what = ": passes the grader"
+			}
 			items = append(items, verifyItem{
-				name: l.Exercise() + " reference answer " + l.Reference() + ": passes, catches every mutant",
+				name: l.Exercise() + " reference answer " + l.Reference() + what,
 				run:  func(ctx context.Context) itemResult { return referenceAnswer(ctx, root, l) },
 			})
 		}
@@ -188,7 +199,7 @@ func verifyItems(root string) []verifyItem {
 		items = append(items, verifyItem{
 			name: "provider: contract tests (go test ./provider/)",
 			run: func(ctx context.Context) itemResult {
-				return goTest(ctx, root, "GOWORK=off", "./provider/")
+				return goTest(ctx, root, "GOWORK=off", testArgs("./provider/")...)
 			},
 		})
 	}
@@ -200,11 +211,11 @@ func exists(root, slashPath string) bool {
 	return err == nil
 }
 
-// goTest runs `go test pkgs` in dir with one extra environment setting.
-func goTest(ctx context.Context, dir, env string, pkgs ...string) itemResult {
+// goTest runs `go test args...` in dir with one extra environment setting.
+func goTest(ctx context.Context, dir, env string, args ...string) itemResult {
 	ctx, cancel := context.WithTimeout(ctx, testTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", append([]string{"test"}, pkgs...)...)
+	cmd := exec.CommandContext(ctx, "go", append([]string{"test"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env)
 	cmd.WaitDelay = time.Second
@@ -215,11 +226,20 @@ func goTest(ctx context.Context, dir, env string, pkgs ...string) itemResult {
 		}
 		return itemResult{Summary: "go test failed: " + err.Error(), Detail: tail(string(out), 40)}
 	}
-	n := strings.Count(string(out), "\nok ") + strings.Count(string(out), "ok  \t")
-	if strings.HasPrefix(string(out), "ok ") {
-		n++
+	ok, cached := 0, 0
+	for line := range strings.SplitSeq(string(out), "\n") {
+		if strings.HasPrefix(line, "ok ") {
+			ok++
+			if strings.Contains(line, "(cached)") {
+				cached++
+			}
+		}
 	}
-	return itemResult{OK: true, Summary: fmt.Sprintf("%d packages ok", max(n, 1))}
+	summary := fmt.Sprintf("%d test package(s) ok", ok)
+	if cached > 0 {
+		summary += fmt.Sprintf(" (%d cached: unchanged since they last passed; --no-cache reruns)", cached)
+	}
+	return itemResult{OK: true, Summary: summary}
 }
 
 // mutantsCurrent checks that each of l's mutant definitions replaces a file

@@ -60,7 +60,12 @@ func (g *grader) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if g.binDir, err = os.MkdirTemp("", "grade15-"); err != nil {
+	if g.binDir = g.opts.BinDir; g.binDir == "" {
+		g.binDir, err = os.MkdirTemp("", "grade15-")
+	} else {
+		err = os.MkdirAll(g.binDir, 0o755)
+	}
+	if err != nil {
 		return err
 	}
 	g.bins, g.buildErrs = map[string]string{}, map[string]string{}

@@ -19,7 +19,11 @@ func Check(ctx context.Context, o check.Options) check.Report {
 	if answer == "" {
 		answer = o.Lesson.Starter()
 	}
-	res := Grade(ctx, Options{Root: o.Root, Dir: filepath.FromSlash(answer)})
+	opts := Options{Root: o.Root, Dir: filepath.FromSlash(answer)}
+	if o.CacheDir != "" {
+		opts.BinDir = filepath.Join(o.CacheDir, "E15", strings.ReplaceAll(answer, "/", "_"))
+	}
+	res := Grade(ctx, opts)
 	r := check.Report{
 		Exercise:  "E15",
 		Title:     o.Lesson.DisplayTitle(o.Root),

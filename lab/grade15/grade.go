@@ -44,6 +44,10 @@ type Options struct {
 	// budget_report.md, so any one file of an answer can be swapped for a
 	// broken variant without copying the answer.
 	Overlay string
+	// BinDir is where the tools are built. Empty means a temporary
+	// directory, removed afterwards. A stable BinDir per answer (and overlay)
+	// lets go build skip relinking tools that did not change.
+	BinDir string
 	// Progress, when not nil, receives one line per grading step.
 	Progress io.Writer
 }
@@ -126,7 +130,9 @@ func Grade(ctx context.Context, opts Options) Result {
 		wg.Wait()
 		return g.result(start)
 	}
-	defer os.RemoveAll(g.binDir)
+	if g.opts.BinDir == "" {
+		defer os.RemoveAll(g.binDir)
+	}
 
 	lab, err := startLab()
 	if err != nil {

@@ -22,6 +22,7 @@ type run struct {
 	stderr  []byte
 	wall    time.Duration
 	problem string // why no JSON can be checked; "" when stdout holds JSON
+	killed  bool   // it ran past its time bound
 }
 
 // wallMS is the measured wall time in milliseconds.
@@ -56,6 +57,7 @@ func (g *grader) execWithin(parent context.Context, within time.Duration, tool s
 	case parent.Err() != nil:
 		r.problem = fmt.Sprintf("grading was stopped while %s ran: %v", tool, parent.Err())
 	case ctx.Err() != nil:
+		r.killed = true
 		r.problem = fmt.Sprintf("%s %s was still running after %v and was killed", tool, strings.Join(args, " "), within)
 	case err != nil && !errors.As(err, &exit):
 		r.problem = fmt.Sprintf("%s could not run: %v", tool, err)

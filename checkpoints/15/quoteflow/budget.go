@@ -14,13 +14,6 @@ import (
 // It plays the part of gRPC's grpc-timeout header.
 const budgetHeader = "X-Budget-Ms"
 
-// replyAllowance is kept back from the budget a supplier is told: a supplier
-// told N ms stops N ms after the request reaches it, and its "I stopped"
-// answer must still travel back while we listen. Told exactly what is left,
-// it would stop at the very instant we hang up, and which came first would be
-// a coin toss (measured against the provider lab: 13 of 20 slow quotes).
-const replyAllowance = 20 * time.Millisecond
-
 // budgetLeft is the time left before ctx's deadline, never negative. The
 // quote's context always has one (Quote sets it); the attempt's read limit is
 // that same deadline, so the read limit of every attempt is exactly the
@@ -34,10 +27,12 @@ func budgetLeft(ctx context.Context) time.Duration {
 }
 
 // budgetToSend is the X-Budget-Ms for an attempt starting with left: the
-// whole milliseconds left, rounded down (never promise more time than there
-// is), less the replyAllowance.
+// whole milliseconds left, rounded down: never promise more time than there
+// is. The supplier counts from when the request reaches it, so it stops a
+// little after we hang up; the provider lab counts such work as abandoned
+// whichever of the two it notices first.
 func budgetToSend(left time.Duration) string {
-	return strconv.FormatInt(max(left-replyAllowance, 0).Milliseconds(), 10)
+	return strconv.FormatInt(max(left, 0).Milliseconds(), 10)
 }
 
 // stoppedAtBudget reports a supplier's answer to X-Budget-Ms: 504 with the

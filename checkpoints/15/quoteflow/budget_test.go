@@ -16,7 +16,7 @@ import (
 
 // budgetSpy wraps a transport and records, per supplier, the X-Budget-Ms
 // each attempt carried and what it should have carried: the budget really
-// left when it was sent, less the reply allowance, in whole milliseconds.
+// left when it was sent, in whole milliseconds.
 type budgetSpy struct {
 	next     http.RoundTripper
 	deadline time.Time
@@ -34,7 +34,7 @@ func (b *budgetSpy) RoundTrip(r *http.Request) (*http.Response, error) {
 	supplier := path.Base(r.URL.Path)
 	b.mu.Lock()
 	b.sent[supplier] = append(b.sent[supplier], r.Header.Get("X-Budget-Ms"))
-	want := (time.Until(b.deadline) - replyAllowance).Milliseconds()
+	want := time.Until(b.deadline).Milliseconds()
 	b.want[supplier] = append(b.want[supplier], strconv.FormatInt(want, 10))
 	b.mu.Unlock()
 	return b.next.RoundTrip(r)
@@ -50,11 +50,11 @@ func TestEveryAttemptCarriesTheBudgetLeft(t *testing.T) {
 		}
 		for _, supplier := range suppliers {
 			if sent, want := spy.sent[supplier], spy.want[supplier]; len(sent) == 0 || !slices.Equal(sent, want) {
-				t.Errorf("%s: X-Budget-Ms %v, want %v (the budget left when sent, less 20 ms)", supplier, sent, want)
+				t.Errorf("%s: X-Budget-Ms %v, want %v (the budget left when sent)", supplier, sent, want)
 			}
 		}
-		if got := spy.sent["atlas"]; len(got) != 1 || got[0] != "780" {
-			t.Errorf("atlas got X-Budget-Ms %v, want [780]: the whole budget at the start, less 20 ms", got)
+		if got := spy.sent["atlas"]; len(got) != 1 || got[0] != "800" {
+			t.Errorf("atlas got X-Budget-Ms %v, want [800]: the whole budget at the start", got)
 		}
 		sent := spy.sent["boreal"]
 		if len(sent) != 2 {
@@ -62,8 +62,8 @@ func TestEveryAttemptCarriesTheBudgetLeft(t *testing.T) {
 		}
 		first, _ := strconv.Atoi(sent[0])
 		second, _ := strconv.Atoi(sent[1])
-		if first != 780 || second < 780-100-30 || second > 780-100-20 {
-			t.Errorf("boreal's X-Budget-Ms = %d then %d, want 780 then 650–660: less the first attempt (100 ms) and the pause (20–30 ms)", first, second)
+		if first != 800 || second < 800-100-30 || second > 800-100-20 {
+			t.Errorf("boreal's X-Budget-Ms = %d then %d, want 800 then 670–680: less the first attempt (100 ms) and the pause (20–30 ms)", first, second)
 		}
 	})
 }
@@ -161,8 +161,8 @@ func TestTheBudgetHeaderGoesOverTheWire(t *testing.T) {
 	}
 	for _, v := range got {
 		ms, err := strconv.Atoi(v)
-		if err != nil || ms > 780 || ms < 500 {
-			t.Errorf("X-Budget-Ms %q, want whole milliseconds just under 780 (800 less 20)", v)
+		if err != nil || ms > 800 || ms < 500 {
+			t.Errorf("X-Budget-Ms %q, want whole milliseconds just under 800", v)
 		}
 	}
 }

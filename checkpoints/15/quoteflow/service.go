@@ -120,9 +120,9 @@ func (s *Service) Close() { s.client.CloseIdleConnections() }
 // contacted), takes an inbound slot (ErrBusy at once when none is free), then
 // asks the three suppliers at once with one X-Request-ID, each call waiting
 // for a shared outbound slot; a supplier may be asked twice (retry.go).
-// Every attempt tells the supplier the budget left (less a reply allowance)
-// as X-Budget-Ms, and none starts with less than the floor left: a supplier
-// never asked is a CodeNoBudget failure.
+// Every attempt tells the supplier the budget left as X-Budget-Ms, and none
+// starts with less than the floor left: a supplier never asked is a
+// CodeNoBudget failure.
 // One absolute deadline, the budget counted from admission, covers waiting
 // for slots, the calls, and the pause between attempts. Every slot is returned
 // before Quote returns, whatever the outcome.

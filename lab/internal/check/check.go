@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -93,6 +94,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Jobs <= 0 {
 		o.Jobs = max(runtime.NumCPU(), 2)
+	}
+	if j, err := strconv.Atoi(os.Getenv("LAB_JOBS_TMP")); err == nil {
+		o.Jobs = j
 	}
 	return o
 }

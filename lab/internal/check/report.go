@@ -227,4 +227,9 @@ func wrap(text string, width int) []string {
 	return lines
 }
 
-func seconds(ms int64) string { return fmt.Sprintf("%.2fs", float64(ms)/1000) }
+func seconds(ms int64) string {
+	if ms < 1000 {
+		return fmt.Sprintf("%d ms", ms)
+	}
+	return fmt.Sprintf("%.1f s", float64(ms)/1000)
+}
