@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,43 +16,10 @@ import (
 
 // runCheck implements `lab check ENN [--answer DIR] [--json] [--timeout D]`.
 func runCheck(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("check", "ENN [--answer DIR] [--json] [--timeout D]", stderr)
-	answer := fs.String("answer", "", "the answer's package `dir` (default lessons/NN/exercise), relative to the current directory")
-	asJSON := fs.Bool("json", false, "print the report as one JSON document")
-	timeout := fs.Duration("timeout", check.DefaultTimeout, "kill a run of the answer after this long")
-	pos, code, ok := parseArgs(fs, args)
+	opts, asJSON, code, ok := checkOptions(args, stderr)
 	if !ok {
 		return code
 	}
-	if len(pos) != 1 {
-		return usageError(fs, stderr, "want exactly one exercise, like E14")
-	}
-	lesson, err := course.ParseExercise(pos[0])
-	if err != nil {
-		return usageError(fs, stderr, "%v", err)
-	}
-	if *timeout <= 0 {
-		return usageError(fs, stderr, "--timeout must be positive")
-	}
-	root, ok := findRoot("check", stderr)
-	if !ok {
-		return 1
-	}
-	opts := check.Options{Root: root, Lesson: lesson, Timeout: *timeout}
-	if *answer != "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			fmt.Fprintf(stderr, "lab check: %v\n", err)
-			return 1
-		}
-		if opts.Answer, err = check.ResolveAnswer(root, wd, *answer); err != nil {
-			return usageError(fs, stderr, "%v", err)
-		}
-	} else if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(lesson.Starter()))); err != nil && !check.HasGrader(lesson.Exercise()) {
-		fmt.Fprintf(stderr, "lab check: %s has no starter yet (%v)\n", lesson.Exercise(), err)
-		return 1
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	slow := time.AfterFunc(3*time.Second, func() {
@@ -62,10 +28,10 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	r := check.Check(ctx, opts)
 	slow.Stop()
 
-	if opts.Answer == "" || opts.Answer == lesson.Starter() {
-		remember(root, r, stderr)
+	if ctx.Err() == nil && (opts.Answer == "" || opts.Answer == opts.Lesson.Starter()) {
+		remember(opts.Root, r, stderr) // the student's own exercise, checked to the end
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(r); err != nil {
@@ -81,6 +47,51 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// checkOptions parses lab check's arguments. When ok is false, code is the
+// exit code: 2 for a usage error, 1 outside the repository, 0 after -h.
+func checkOptions(args []string, stderr io.Writer) (opts check.Options, asJSON bool, code int, ok bool) {
+	fs := newFlags("check", "ENN [--answer DIR] [--json] [--timeout D]", stderr)
+	noteState(fs)
+	answer := fs.String("answer", "", "the answer's package `dir` (default lessons/NN/exercise), relative to the current directory")
+	fs.BoolVar(&asJSON, "json", false, "print the report as one JSON document")
+	timeout := fs.Duration("timeout", check.DefaultTimeout, "kill a run of the answer after this long")
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return opts, false, code, false
+	}
+	if len(pos) != 1 {
+		return opts, false, usageError(fs, stderr, "want exactly one exercise, like E14"), false
+	}
+	lesson, err := course.ParseExercise(pos[0])
+	if err != nil {
+		return opts, false, usageError(fs, stderr, "%v", err), false
+	}
+	if *timeout <= 0 {
+		return opts, false, usageError(fs, stderr, "--timeout must be positive"), false
+	}
+	root, ok := findRoot("check", stderr)
+	if !ok {
+		return opts, false, 1, false
+	}
+	opts = check.Options{Root: root, Lesson: lesson, Timeout: *timeout}
+	if *answer == "" {
+		starter := filepath.Join(root, filepath.FromSlash(lesson.Starter()))
+		if _, err := os.Stat(starter); err != nil && !check.HasGrader(lesson.Exercise()) {
+			fmt.Fprintf(stderr, "lab check: %s has no starter yet (%v)\n", lesson.Exercise(), err)
+			return opts, false, 1, false
+		}
+		return opts, asJSON, 0, true
+	}
+	wd, err := os.Getwd()
+	if err == nil {
+		opts.Answer, err = check.ResolveAnswer(root, wd, *answer)
+	}
+	if err != nil {
+		return opts, false, usageError(fs, stderr, "%v", err), false
+	}
+	return opts, asJSON, 0, true
+}
+
 // remember records the verdict for `lab list`; losing it is not worth
 // failing the check over, so a problem is only reported.
 func remember(root string, r check.Report, stderr io.Writer) {
@@ -92,7 +103,7 @@ func remember(root string, r check.Report, stderr io.Writer) {
 		status = course.NotStarted
 	}
 	p := course.Progress{Status: status, CheckedAt: time.Now().UTC().Truncate(time.Second), Summary: r.Summary}
-	if err := course.Record(course.StateDir(root), r.Exercise, p); err != nil && !errors.Is(err, context.Canceled) {
+	if err := course.Record(course.StateDir(root), r.Exercise, p); err != nil {
 		fmt.Fprintf(stderr, "lab check: could not remember the result for `lab list`: %v\n", err)
 	}
 }

@@ -95,3 +95,14 @@ func TestDiffTreesShowsAddedRemovedAndChangedFiles(t *testing.T) {
 		}
 	}
 }
+
+func TestFailingTestsNamesTopLevelFailuresAndHangs(t *testing.T) {
+	out := "--- FAIL: TestA (0.00s)\n    --- FAIL: TestA/sub (0.00s)\n--- FAIL: TestB (0.01s)\nFAIL\n"
+	if got := failingTests(out); got != "TestA, TestB" {
+		t.Errorf("failingTests = %q", got)
+	}
+	hang := "panic: test timed out after 60s\n\trunning tests:\n\t\tTestSlow (1m0s)\n\ngoroutine 1 [running]:\n"
+	if got := failingTests(hang); got != "TestSlow (hung until -timeout 60s)" {
+		t.Errorf("failingTests(hang) = %q", got)
+	}
+}

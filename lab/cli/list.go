@@ -13,6 +13,7 @@ import (
 // status, the progress, and what to do next.
 func runList(args []string, stdout, stderr io.Writer) int {
 	fset := newFlags("list", "", stderr)
+	noteState(fset)
 	pos, code, ok := parseArgs(fset, args)
 	if !ok {
 		return code
@@ -73,5 +74,8 @@ func next(root string, st course.State) string {
 		}
 		return fmt.Sprintf("read %s, write %s in %s, then run `lab check %s`", page, ex, l.Starter(), ex)
 	}
-	return "every exercise passes. `lab diff 12 14` shows how far QuoteFlow came."
+	if cps := checkpointNumbers(root); len(cps) >= 2 {
+		return fmt.Sprintf("every exercise passes. `lab diff %s %s` shows how far QuoteFlow came.", cps[0], cps[len(cps)-1])
+	}
+	return "every exercise passes."
 }

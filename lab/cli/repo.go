@@ -35,6 +35,15 @@ func newFlags(cmd, args string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// noteState adds to a command's usage where progress is kept.
+func noteState(fs *flag.FlagSet) {
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprintf(fs.Output(), "Progress is kept in .lab/state.json at the repository root (%s=DIR keeps it in DIR).\n", course.StateDirEnv)
+	}
+}
+
 // parseArgs parses flags placed before, between or after the positional
 // arguments (`lab check E14 --json` and `lab check --json E14` both work)
 // and returns the positional ones. The code is the exit code to return when

@@ -33,9 +33,12 @@ type itemResult struct {
 	Name      string        `json:"name"`
 	OK        bool          `json:"ok"`
 	Summary   string        `json:"summary"`
-	Detail    string        `json:"detail,omitempty"`
+	Detail    string        `json:"detail,omitempty"` // shown when the item fails
+	Notes     []string      `json:"notes,omitempty"`  // shown always
 	ElapsedMS int64         `json:"elapsed_ms"`
 	Report    *check.Report `json:"report,omitempty"`
+
+	output string // everything the command printed, for callers to dig in
 }
 
 // verifyResult is the JSON document of `lab verify --json`.
@@ -50,9 +53,10 @@ type verifyResult struct {
 // runVerify implements `lab verify [--json] [FILTER...]`: the instructor's
 // run over every checkpoint, answer, starter, mutant and the provider.
 func runVerify(args []string, stdout, stderr io.Writer) int {
-	fset := newFlags("verify", "[--json] [FILTER...]   (FILTER: run only items whose name contains it, e.g. E14)", stderr)
+	fset := newFlags("verify", "[--json] [--deep] [--no-cache] [FILTER...]   (FILTER: run only items whose name contains it, e.g. E14)", stderr)
 	asJSON := fset.Bool("json", false, "print the results as one JSON document (progress goes to stderr)")
 	noCache := fset.Bool("no-cache", false, "rerun tests whose results go test has cached (go test -count=1)")
+	deep := fset.Bool("deep", false, "also run each checkpoint's own tests against each of its mutants (slower)")
 	filters, code, ok := parseArgs(fset, args)
 	if !ok {
 		return code
@@ -62,6 +66,9 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	items := verifyItems(root, *noCache)
+	if *deep {
+		items = append(items, deepItems(root)...)
+	}
 	if len(filters) > 0 {
 		items = slices.DeleteFunc(items, func(it verifyItem) bool {
 			return !slices.ContainsFunc(filters, func(f string) bool { return strings.Contains(strings.ToLower(it.name), strings.ToLower(f)) })
@@ -99,6 +106,10 @@ func verify(ctx context.Context, root string, items []verifyItem, progress io.Wr
 	fmt.Fprintf(progress, "lab verify: %d items in %s\n", len(items), root)
 	res := verifyResult{Total: len(items), Items: []itemResult{}}
 	for i, it := range items {
+		if ctx.Err() != nil {
+			fmt.Fprintf(progress, "interrupted: %d items not run\n", len(items)-i)
+			break
+		}
 		fmt.Fprintf(progress, "[%2d/%d] %s ... ", i+1, len(items), it.name)
 		t := time.Now()
 		r := it.run(ctx)
@@ -110,6 +121,9 @@ func verify(ctx context.Context, root string, items []verifyItem, progress io.Wr
 			res.Passed++
 		}
 		fmt.Fprintf(progress, "%s (%s) %s\n", word, secondsOf(r.ElapsedMS), r.Summary)
+		for _, n := range r.Notes {
+			fmt.Fprintf(progress, "        %s\n", n)
+		}
 		if !r.OK && r.Detail != "" {
 			for line := range strings.SplitSeq(strings.TrimRight(r.Detail, "\n"), "\n") {
 				fmt.Fprintf(progress, "        | %s\n", line)
@@ -222,9 +236,9 @@ func goTest(ctx context.Context, dir, env string, args ...string) itemResult {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		if ctx.Err() != nil {
-			return itemResult{Summary: "go test did not finish within " + testTimeout.String(), Detail: tail(string(out), 40)}
+			return itemResult{Summary: "go test did not finish within " + testTimeout.String(), Detail: tail(string(out), 40), output: string(out)}
 		}
-		return itemResult{Summary: "go test failed: " + err.Error(), Detail: tail(string(out), 40)}
+		return itemResult{Summary: "go test failed: " + err.Error(), Detail: tail(string(out), 40), output: string(out)}
 	}
 	ok, cached := 0, 0
 	for line := range strings.SplitSeq(string(out), "\n") {
@@ -272,12 +286,12 @@ func referenceAnswer(ctx context.Context, root string, l course.Lesson) itemResu
 	var missed []string
 	for _, p := range r.Properties {
 		if !p.OK {
-			missed = append(missed, fmt.Sprintf("%s (%s): %s", p.Name, p.Status, p.Story))
+			missed = append(missed, p.Name)
 		}
 	}
 	if r.OK && len(missed) > 0 {
 		res.OK = false
-		res.Summary = "passes, but misses bonus mutants the reference must catch"
+		res.Summary = "passes, but misses bonus mutants the reference must catch: " + strings.Join(missed, ", ")
 	}
 	if !res.OK {
 		var b strings.Builder

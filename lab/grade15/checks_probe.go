@@ -77,7 +77,7 @@ func (g *grader) checkProbe(ctx context.Context) {
 
 	total := ref.ElapsedMS + ct.ElapsedMS + rt.ElapsedMS
 	timings := ref.ElapsedMS < 500 && 2*ref.ElapsedMS < ct.ElapsedMS && 2*ref.ElapsedMS < rt.ElapsedMS &&
-		ct.ElapsedMS >= 100 && rt.ElapsedMS >= 100 && total <= r.wallMS()+early
+		ct.ElapsedMS >= 50 && rt.ElapsedMS >= 50 && total <= r.wallMS()+early
 	g.set("probe_timings", timings, "refused %.1f ms, connect_timeout %.1f ms, read_timeout %.1f ms; the probe ran %.0f ms",
 		ref.ElapsedMS, ct.ElapsedMS, rt.ElapsedMS, r.wallMS())
 }

@@ -7,7 +7,9 @@
 // checks the plan and the report. The Result lists every property with a
 // sentence saying what a failure means.
 //
-// `lab check E15 [--answer DIR]` calls Grade and prints Result.Write.
+// `lab check E15 [--answer DIR]` reaches Grade through Check, which this
+// package registers for E15 when the lab command links it in; Result.Write
+// renders a Result for any other caller.
 package grade15
 
 import (

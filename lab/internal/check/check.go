@@ -19,7 +19,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -95,9 +94,6 @@ func (o Options) withDefaults() Options {
 	if o.Jobs <= 0 {
 		o.Jobs = max(runtime.NumCPU(), 2)
 	}
-	if j, err := strconv.Atoi(os.Getenv("LAB_JOBS_TMP")); err == nil {
-		o.Jobs = j
-	}
 	return o
 }
 
@@ -146,20 +142,17 @@ type build struct {
 	res  execResult
 }
 
-// startBuild builds the answer into bin, with overlay if not empty, once a
-// slot in sem is free (nil sem: at once).
+// startBuild builds the answer into bin with overlay once a slot in sem is free.
 func (o Options) startBuild(ctx context.Context, sem chan struct{}, overlay, bin string) *build {
 	b := &build{done: make(chan struct{}), bin: bin}
 	go func() {
 		defer close(b.done)
-		if sem != nil {
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-			case <-ctx.Done():
-				b.res = execResult{ExitCode: -1, Err: ctx.Err()}
-				return
-			}
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+		case <-ctx.Done():
+			b.res = execResult{ExitCode: -1, Err: ctx.Err()}
+			return
 		}
 		b.res = goBuild(ctx, o.Root, overlay, bin, "./"+o.Answer)
 	}()
@@ -227,47 +220,34 @@ func checkMutants(ctx context.Context, o Options) (r Report) {
 		r.Verdict, r.Summary = Failed, "cannot read the mutant definitions: "+err.Error()
 		return r
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	binDir := filepath.Join(o.CacheDir, ex, answerKey(o.Answer))
-	ref := o.startBuild(ctx, nil, "", filepath.Join(binDir, exe("reference")))
-	sem := make(chan struct{}, o.Jobs)
-	builds := make([]*build, len(muts))
-	for i, m := range muts {
-		ov, err := m.WriteOverlay(o.Root, filepath.Join(o.CacheDir, ex, "mutants", m.Name))
-		if err != nil {
-			builds[i] = failedBuild(err)
-			continue
-		}
-		builds[i] = o.startBuild(ctx, sem, ov, filepath.Join(binDir, exe(m.Name)))
-	}
 	for _, m := range muts {
 		r.Properties = append(r.Properties, Property{Name: m.Name, Story: m.Story, Required: m.Required, Status: StatusNotRun})
 	}
 
-	// Runs start once every build is done, and go one at a time: answers
-	// observe timing (a request that "queues", a slot free during a backoff),
-	// and a machine busy linking or running other answers could fail a
-	// correct one.
-	for _, b := range builds {
-		b.wait()
-	}
-	r.Reference = o.runReference(ctx, ref)
+	// One step at a time, so that what runs has the machine to itself:
+	// answers observe timing (a request that "queues", a slot free during a
+	// backoff), and a machine busy compiling could fail a correct one. The
+	// reference goes first: when it does not pass, nothing else is built.
+	binDir := filepath.Join(o.CacheDir, ex, answerKey(o.Answer))
+	r.Reference = o.runReference(ctx, filepath.Join(binDir, exe("reference")))
 	if r.Reference.Status == StatusPassed {
+		builds := o.buildMutants(ctx, muts, binDir)
 		o.runMutants(ctx, builds, r.Properties)
 	}
 	r.decide(o)
+	if ctx.Err() != nil {
+		r.Verdict, r.OK, r.Summary, r.Next = Failed, false, "interrupted before the check finished.", ""
+	}
 	return r
 }
 
-// runReference runs the answer built against the real checkpoint.
-func (o Options) runReference(ctx context.Context, b *build) *Run {
-	res := b.wait()
+// runReference builds the answer against the real checkpoint into bin and runs it.
+func (o Options) runReference(ctx context.Context, bin string) *Run {
+	res := goBuild(ctx, o.Root, "", bin, "./"+o.Answer)
 	if !res.ok() {
 		return &Run{Status: StatusBuildFailed, ExitCode: res.ExitCode, Output: buildOutput(res), ElapsedMS: res.Elapsed.Milliseconds()}
 	}
-	res = execute(ctx, o.Timeout, o.Root, environ(), b.bin)
+	res = execute(ctx, o.Timeout, o.Root, environ(), bin)
 	run := &Run{Status: StatusFailed, ExitCode: res.ExitCode, Output: res.Output, ElapsedMS: res.Elapsed.Milliseconds()}
 	switch {
 	case res.TimedOut:
@@ -278,6 +258,27 @@ func (o Options) runReference(ctx context.Context, b *build) *Run {
 		run.Status = StatusPassed
 	}
 	return run
+}
+
+// buildMutants builds the answer against each mutant, o.Jobs at a time, and
+// waits for every build. The reference build has already filled the build
+// cache with everything the mutants share, so each build compiles only the
+// mutated package and the answer, and links.
+func (o Options) buildMutants(ctx context.Context, muts []mutant.Mutant, binDir string) []*build {
+	sem := make(chan struct{}, o.Jobs)
+	builds := make([]*build, len(muts))
+	for i, m := range muts {
+		ov, err := m.WriteOverlay(o.Root, filepath.Join(o.CacheDir, m.Exercise, "mutants", m.Name))
+		if err != nil {
+			builds[i] = failedBuild(err)
+			continue
+		}
+		builds[i] = o.startBuild(ctx, sem, ov, filepath.Join(binDir, exe(m.Name)))
+	}
+	for _, b := range builds {
+		b.wait()
+	}
+	return builds
 }
 
 // runMutants runs the answer against each mutant in turn and fills in props

@@ -93,8 +93,9 @@ func Record(dir, exercise string, p Progress) error {
 		return err
 	}
 	_, werr := tmp.Write(append(data, '\n'))
+	merr := tmp.Chmod(0o644) // CreateTemp makes it private; it is not a secret
 	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
+	if err := errors.Join(werr, merr, cerr); err != nil {
 		os.Remove(tmp.Name())
 		return err
 	}

@@ -3,6 +3,7 @@ package mutant
 import (
 	"encoding/json"
 	"errors"
+	"go/format"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,6 +142,9 @@ func TestCourseMutantsAreCurrent(t *testing.T) {
 	for _, m := range ms {
 		if err := m.CheckCurrent(root); err != nil {
 			t.Error(err)
+		}
+		if src, err := format.Source(m.Content); err != nil || string(src) != string(m.Content) {
+			t.Errorf("%s/%s: the replacement file is not gofmt-formatted Go (%v)", m.Exercise, m.Name, err)
 		}
 		if !strings.HasSuffix(m.Story, ".") || strings.Contains(strings.TrimSuffix(m.Story, "."), ". ") {
 			t.Errorf("%s/%s: the story should be one sentence: %q", m.Exercise, m.Name, m.Story)
