@@ -22,8 +22,12 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	what := "building and running the answer against its checkpoint and mutants"
+	if check.HasGrader(opts.Lesson.Exercise()) {
+		what = "building the tools and grading them against a provider lab of its own"
+	}
 	slow := time.AfterFunc(3*time.Second, func() {
-		fmt.Fprintln(stderr, "lab check: building and running the answer against its checkpoint and mutants (a first build takes longer)...")
+		fmt.Fprintf(stderr, "lab check: %s (a first build takes longer)...\n", what)
 	})
 	r := check.Check(ctx, opts)
 	slow.Stop()
@@ -54,7 +58,7 @@ func checkOptions(args []string, stderr io.Writer) (opts check.Options, asJSON b
 	noteState(fs)
 	answer := fs.String("answer", "", "the answer's package `dir` (default lessons/NN/exercise), relative to the current directory")
 	fs.BoolVar(&asJSON, "json", false, "print the report as one JSON document")
-	timeout := fs.Duration("timeout", check.DefaultTimeout, "kill a run of the answer after this long")
+	timeout := fs.Duration("timeout", check.DefaultTimeout, "kill a run of the answer after this long (E15: the grader bounds each tool run itself)")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return opts, false, code, false
@@ -86,10 +90,23 @@ func checkOptions(args []string, stderr io.Writer) (opts check.Options, asJSON b
 	if err == nil {
 		opts.Answer, err = check.ResolveAnswer(root, wd, *answer)
 	}
+	if err == nil && !check.HasGrader(lesson.Exercise()) {
+		err = hasGoFiles(root, opts.Answer, lesson)
+	}
 	if err != nil {
 		return opts, false, usageError(fs, stderr, "%v", err), false
 	}
 	return opts, asJSON, 0, true
+}
+
+// hasGoFiles reports an answer directory with no Go file in it: a mutant-
+// checked answer is one main package, like the starter.
+func hasGoFiles(root, answer string, l course.Lesson) error {
+	matches, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(answer), "*.go"))
+	if err != nil || len(matches) > 0 {
+		return err
+	}
+	return fmt.Errorf("answer %s has no .go files: give the directory of your main package, like %s", answer, l.Starter())
 }
 
 // remember records the verdict for `lab list`; losing it is not worth

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"quoteflowlab.dev/lab/internal/course"
 )
 
 // Usage errors exit 2 with a message on stderr and nothing on stdout; -h
@@ -29,6 +31,11 @@ func TestHarnessExitCodes(t *testing.T) {
 		{"list extra", 2, "takes no arguments"},
 		{"verify --bogus", 2, "flag provided but not defined"},
 		{"verify no-such-item", 2, "no item matches no-such-item"},
+		{"stats --provider notaurl", 2, `--provider "notaurl" is not a base URL`},
+		{"reset --provider 127.0.0.1:9101", 2, "is not a base URL like http://127.0.0.1:9101"},
+		{"stats extra", 2, "usage: lab stats [--provider URL]"},
+		{"check E14 --answer lessons/14/no-such-dir", 2, "no such directory"},
+		{"check E14 --answer ../../lessons", 2, "answer lessons has no .go files: give the directory of your main package, like lessons/14/exercise"},
 	} {
 		var stdout, stderr strings.Builder
 		code := Main(strings.Fields(tc.args), &stdout, &stderr)
@@ -104,5 +111,35 @@ func TestFailingTestsNamesTopLevelFailuresAndHangs(t *testing.T) {
 	hang := "panic: test timed out after 60s\n\trunning tests:\n\t\tTestSlow (1m0s)\n\ngoroutine 1 [running]:\n"
 	if got := failingTests(hang); got != "TestSlow (hung until -timeout 60s)" {
 		t.Errorf("failingTests(hang) = %q", got)
+	}
+}
+
+// lab verify proves the E15 grader too: it has an item that runs the
+// grader's broken-variant test, and that test exists under that name (a
+// rename would otherwise make the item run no test at all).
+func TestVerifyRunsTheE15GraderBrokenVariants(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := course.FindRoot(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, it := range verifyItems(root, false) {
+		if strings.HasPrefix(it.name, "E15 grader: ") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("lab verify has no E15 grader item")
+	}
+	src, err := os.ReadFile(filepath.Join(root, "lab", "grade15", "mutants_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(src), "func "+brokenVariantsTest+"(t *testing.T)") {
+		t.Errorf("lab/grade15/mutants_test.go has no func %s: lab verify's E15 grader item would run no test", brokenVariantsTest)
 	}
 }

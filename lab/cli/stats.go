@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"syscall"
 	"time"
@@ -32,16 +32,18 @@ func runReset(args []string, stdout, stderr io.Writer) int {
 
 // runControl calls one control endpoint and prints its JSON answer indented.
 func runControl(name, method, path string, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("lab "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	base := fs.String("provider", providerDefaultURL, "base URL of the running provider lab")
+	fs := newFlags(name, "[--provider URL]", stderr)
+	base := fs.String("provider", providerDefaultURL, "base `URL` of the running provider lab")
 	if code, ok := parseProviderFlags(fs, args); !ok {
 		return code
 	}
+	if u, err := url.Parse(*base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageError(fs, stderr, "--provider %q is not a base URL like %s", *base, providerDefaultURL)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
 	defer cancel()
-	url := strings.TrimSuffix(*base, "/") + path
-	body, status, err := controlFetch(ctx, method, url)
+	endpoint := strings.TrimSuffix(*base, "/") + path
+	body, status, err := controlFetch(ctx, method, endpoint)
 	if err != nil {
 		fmt.Fprintf(stderr, "lab %s: %s\n", name, controlUnreachable(*base, err))
 		return 1
@@ -52,7 +54,7 @@ func runControl(name, method, path string, args []string, stdout, stderr io.Writ
 		pretty.Write(body)
 	}
 	if status != http.StatusOK {
-		fmt.Fprintf(stderr, "lab %s: %s answered %d: %s\n", name, url, status, bytes.TrimSpace(pretty.Bytes()))
+		fmt.Fprintf(stderr, "lab %s: %s answered %d: %s\n", name, endpoint, status, bytes.TrimSpace(pretty.Bytes()))
 		return 1
 	}
 	fmt.Fprintln(stdout, strings.TrimSpace(pretty.String()))

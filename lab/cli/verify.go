@@ -201,6 +201,12 @@ func verifyItems(root string, noCache bool) []verifyItem {
 			})
 		}
 	}
+	if exists(root, "lab/grade15") {
+		items = append(items, verifyItem{
+			name: "E15 grader: rejects every broken variant of the reference tools",
+			run:  func(ctx context.Context) itemResult { return graderBrokenVariants(ctx, root) },
+		})
+	}
 	for _, l := range course.Lessons {
 		if exists(root, l.Starter()) {
 			items = append(items, verifyItem{
@@ -217,7 +223,38 @@ func verifyItems(root string, noCache bool) []verifyItem {
 			},
 		})
 	}
+	if scripts, _ := filepath.Glob(filepath.Join(root, "testscripts", "provider_*.txtar")); len(scripts) > 0 {
+		items = append(items, verifyItem{
+			name: "provider: contract over real HTTP (testscripts/provider_*.txtar)",
+			run: func(ctx context.Context) itemResult {
+				return scriptsItem(ctx, root, "provider_", len(scripts), testArgs("-v", "-run", "^TestScripts$/^provider_", "./testscripts/"))
+			},
+		})
+	}
 	return items
+}
+
+// scriptsItem runs the testscripts whose names start with prefix (args
+// select them) and wants want of them to pass.
+func scriptsItem(ctx context.Context, root, prefix string, want int, args []string) itemResult {
+	res := goTest(ctx, root, "GOWORK=off", args...)
+	if !res.OK {
+		return res
+	}
+	passed := 0
+	for line := range strings.SplitSeq(res.output, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "--- PASS: TestScripts/"+prefix) {
+			passed++
+		}
+	}
+	if passed != want {
+		return itemResult{Summary: fmt.Sprintf("%d of %d %s* scripts passed", passed, want, prefix), Detail: tail(res.output, 40), output: res.output}
+	}
+	res.Summary = fmt.Sprintf("%d %s* scripts passed", passed, prefix)
+	if strings.Contains(res.output, "(cached)") {
+		res.Summary += " (cached; --no-cache reruns)"
+	}
+	return res
 }
 
 func exists(root, slashPath string) bool {
@@ -250,10 +287,41 @@ func goTest(ctx context.Context, dir, env string, args ...string) itemResult {
 		}
 	}
 	summary := fmt.Sprintf("%d test package(s) ok", ok)
+	if ok == 0 {
+		// go test exits 0 when a pattern matches no package or -run no test
+		return itemResult{Summary: "go test ran no test package", Detail: tail(string(out), 40), output: string(out)}
+	}
 	if cached > 0 {
 		summary += fmt.Sprintf(" (%d cached: unchanged since they last passed; --no-cache reruns)", cached)
 	}
-	return itemResult{OK: true, Summary: summary}
+	return itemResult{OK: true, Summary: summary, output: string(out)}
+}
+
+// brokenVariantsTest is the test in lab/grade15 that grades each broken
+// variant of the E15 reference tools (testscripts/mutants/E15/) and wants
+// each rejected for the property its bug breaks.
+const brokenVariantsTest = "TestBrokenVariantsAreRejected"
+
+// graderBrokenVariants runs the E15 grader's own proof: every broken variant
+// of the reference tools is rejected. It always reruns (-count=1): the test
+// builds and runs the tools as subprocesses, whose inputs go test's cache
+// does not see.
+func graderBrokenVariants(ctx context.Context, root string) itemResult {
+	res := goTest(ctx, root, "GOWORK=off", "-count=1", "-v", "-run", "^"+brokenVariantsTest+"$", "./lab/grade15/")
+	var rejected []string
+	for line := range strings.SplitSeq(res.output, "\n") {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "--- PASS: "+brokenVariantsTest+"/"); ok {
+			rejected = append(rejected, strings.Fields(name)[0])
+		}
+	}
+	if !res.OK {
+		return res
+	}
+	if len(rejected) == 0 {
+		return itemResult{Summary: brokenVariantsTest + " graded no broken variant (skipped or missing?)", Detail: tail(res.output, 40), output: res.output}
+	}
+	res.Summary = fmt.Sprintf("%d broken variants rejected: %s", len(rejected), strings.Join(rejected, ", "))
+	return res
 }
 
 // mutantsCurrent checks that each of l's mutant definitions replaces a file

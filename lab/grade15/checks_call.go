@@ -37,10 +37,13 @@ func (g *grader) runAll(ctx context.Context, tool string, within time.Duration, 
 // nonce makes partner keys unique to one grading run.
 func nonce() string { return fmt.Sprintf("e15-%d", time.Now().UnixNano()) }
 
-// failAllOf fails the named properties with one detail.
+// failAllOf fails the named properties, which could not be checked, with
+// one detail saying why.
 func (g *grader) failAllOf(detail string, names ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	for _, n := range names {
-		g.set(n, false, "%s", detail)
+		g.findings[n] = finding{detail: detail, unchecked: true}
 	}
 }
 

@@ -31,7 +31,6 @@ func (g *grader) checkPlanAndReport() {
 // checkPlan checks the plan's shape and arithmetic; it returns the plan and
 // whether its shape is valid.
 func (g *grader) checkPlan() (plan, bool) {
-	all := []string{"plan_shape", "plan_reserve", "plan_worst_case_sum", "plan_fits"}
 	var p plan
 	data, err := g.readAnswerFile(PlanFile)
 	if err == nil {
@@ -41,7 +40,8 @@ func (g *grader) checkPlan() (plan, bool) {
 		err = planShape(p)
 	}
 	if err != nil {
-		g.failAllOf(PlanFile+": "+err.Error(), all...)
+		g.set("plan_shape", false, "%s: %s", PlanFile, err)
+		g.failAllOf("the plan is not valid (see plan_shape), so its arithmetic cannot be checked", "plan_reserve", "plan_worst_case_sum", "plan_fits")
 		return p, false
 	}
 	g.set("plan_shape", true, "%d calls", len(p.Calls))
@@ -135,7 +135,7 @@ func (g *grader) checkReport(p plan, planOK bool) {
 	g.set("report_sections", len(missing) == 0, "%s", joinOr(missing, "four sections with numbers"))
 
 	if !planOK {
-		g.set("report_quotes_plan", false, "the plan is not valid (see plan_shape), so its numbers cannot be looked for in the report")
+		g.failAllOf("the plan is not valid (see plan_shape), so its numbers cannot be looked for in the report", "report_quotes_plan")
 	} else {
 		var absent []string
 		quote := func(name string, v float64) {

@@ -57,7 +57,7 @@ type Options struct {
 // A Property is one thing the grader checks.
 type Property struct {
 	Name     string // short stable id, e.g. "deadline_read_limit"
-	Sentence string // what the property demands and what a failure means
+	Sentence string // what the property demands; when it failed, also what the failure means
 	Required bool   // false: reported, but does not fail the grade
 	OK       bool
 	Detail   string // what was observed
@@ -176,6 +176,10 @@ func resolveDir(opts Options) string {
 type finding struct {
 	ok     bool
 	detail string
+	// unchecked: the property could not be looked at (the tool did not
+	// build, printed no JSON, the plan is invalid...), so the detail says
+	// why and the spec's "but ..." clause would be a wrong guess.
+	unchecked bool
 }
 
 // grader holds one grading run's state.
@@ -206,7 +210,7 @@ func (g *grader) failAll(detail string) {
 	defer g.mu.Unlock()
 	for _, s := range specs {
 		if _, done := g.findings[s.name]; !done {
-			g.findings[s.name] = finding{detail: detail}
+			g.findings[s.name] = finding{detail: detail, unchecked: true}
 		}
 	}
 }
@@ -228,7 +232,11 @@ func (g *grader) result(start time.Time) Result {
 		if !ok {
 			f = finding{detail: "not checked"}
 		}
-		r.Properties = append(r.Properties, Property{Name: s.name, Sentence: s.sentence, Required: s.required, OK: f.ok, Detail: f.detail})
+		sentence := s.demand
+		if !f.ok && !f.unchecked {
+			sentence = s.sentence()
+		}
+		r.Properties = append(r.Properties, Property{Name: s.name, Sentence: sentence, Required: s.required, OK: f.ok, Detail: f.detail})
 		if s.required {
 			required++
 			if !f.ok {

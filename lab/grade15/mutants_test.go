@@ -104,6 +104,11 @@ func TestBrokenVariantsAreRejected(t *testing.T) {
 					t.Fatalf("the broken variant must compile, so that its bug is caught by behaviour: %s", p.Detail)
 				}
 			}
+			for _, p := range r.Properties {
+				if p.Name == m.expect && p.OK && strings.HasPrefix(p.Detail, "skipped") {
+					t.Skipf("%s cannot be graded on this system (%s), so this variant cannot be caught here", m.expect, p.Detail)
+				}
+			}
 			if r.Passed {
 				t.Fatalf("the grader passed a broken answer: %s", m.story)
 			}

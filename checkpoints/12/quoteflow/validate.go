@@ -36,25 +36,35 @@ func invalid(field, format string, args ...any) error {
 }
 
 // DecodeQuoteRequest reads one JSON object, at most MaxBodyBytes, strictly:
-// unknown fields, a quantity that is not a JSON integer (true, "2", 2.5),
-// null values and trailing data are rejected. Missing fields take the
-// defaults KB-001, 2 and normal. Every error is a *ValidationError.
+// unknown or repeated fields, a quantity that is not a JSON integer (true,
+// "2", 2.5), null values and trailing data are rejected. Missing fields take
+// the defaults KB-001, 2 and normal. Every error is a *ValidationError; when
+// several fields are wrong, the first in the document is named.
 func DecodeQuoteRequest(r io.Reader) (QuoteRequest, error) {
 	fields, err := readObject(r)
 	if err != nil {
 		return QuoteRequest{}, err
 	}
 	req := QuoteRequest{SKU: "KB-001", Quantity: 2, Scenario: "normal"}
-	for name, raw := range fields {
-		if err := setField(&req, name, raw); err != nil {
+	for _, f := range fields {
+		if err := setField(&req, f.name, f.raw); err != nil {
 			return QuoteRequest{}, err
 		}
 	}
 	return req, req.Validate()
 }
 
-// readObject reads the body as one JSON object and nothing after it.
-func readObject(r io.Reader) (map[string]json.RawMessage, error) {
+// field is one member of the request object, as it was written.
+type field struct {
+	name string
+	raw  json.RawMessage
+}
+
+// readObject reads the body as one JSON object and nothing after it, and
+// returns its members in document order. A name given twice is rejected:
+// decoding into a map would silently keep the last one, so
+// {"quantity":true,"quantity":2} would get a boolean past the check.
+func readObject(r io.Reader) ([]field, error) {
 	body, err := io.ReadAll(io.LimitReader(r, MaxBodyBytes+1))
 	if err != nil {
 		return nil, invalid("body", "cannot be read")
@@ -62,10 +72,29 @@ func readObject(r io.Reader) (map[string]json.RawMessage, error) {
 	if len(body) > MaxBodyBytes {
 		return nil, invalid("body", "larger than %d bytes", MaxBodyBytes)
 	}
+	notObject := invalid("body", "must be a JSON object")
 	dec := json.NewDecoder(bytes.NewReader(body))
-	var fields map[string]json.RawMessage
-	if err := dec.Decode(&fields); err != nil || fields == nil {
-		return nil, invalid("body", "must be a JSON object")
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, notObject
+	}
+	var fields []field
+	for dec.More() {
+		tok, err := dec.Token()
+		name, isName := tok.(string)
+		if err != nil || !isName {
+			return nil, notObject
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, notObject
+		}
+		if slices.ContainsFunc(fields, func(f field) bool { return f.name == name }) {
+			return nil, invalid(name, "given more than once")
+		}
+		fields = append(fields, field{name, raw})
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, notObject
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, invalid("body", "must hold exactly one JSON object")

@@ -29,6 +29,11 @@ func TestInvalidRequestsAre422AndContactNoSupplier(t *testing.T) {
 		{"sku of 65 characters", `{"sku": "` + strings.Repeat("K", 65) + `"}`, "sku"},
 		{"numeric sku", `{"sku": 1}`, "sku"},
 		{"unknown scenario", `{"scenario": "chaos"}`, "scenario"},
+		{"trailing comma", `{"sku": "KB-001",}`, "body"},
+		{"trailing garbage", `{"sku": "KB-001"} x`, "body"},
+		{"repeated field hiding a boolean", `{"quantity": true, "quantity": 2}`, "quantity"},
+		{"first wrong field is named", `{"quantity": true, "color": "red"}`, "quantity"},
+		{"first wrong field is named, unknown first", `{"color": "red", "quantity": true}`, "color"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

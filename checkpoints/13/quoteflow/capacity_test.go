@@ -124,15 +124,32 @@ func TestARejectedRequestDoesNotStealASlot(t *testing.T) {
 			first <- err
 		}()
 		<-entered
-		if _, err := s.Quote(t.Context(), kb(2)); !errors.Is(err, ErrBusy) {
-			t.Fatalf("second quote: err = %v, want ErrBusy at once", err)
-		}
-		if n := s.ActiveRequests(); n != 1 {
-			t.Errorf("after the rejection ActiveRequests = %d, want 1", n)
+		// A quote that queued for the slot instead of being rejected would
+		// wait here for ever, so the wait is capped (in the bubble's time).
+		second := make(chan error, 1)
+		go func() {
+			_, err := s.Quote(t.Context(), kb(2))
+			second <- err
+		}()
+		select {
+		case err := <-second:
+			second = nil // received
+			if !errors.Is(err, ErrBusy) {
+				t.Errorf("second quote: err = %v, want ErrBusy at once", err)
+			}
+			if n := s.ActiveRequests(); n != 1 {
+				t.Errorf("after the rejection ActiveRequests = %d, want 1", n)
+			}
+		case <-time.After(time.Second):
+			t.Errorf("second quote still waiting after 1s: want ErrBusy at once, not a place in line")
 		}
 		close(release)
 		if err := <-first; err != nil {
 			t.Fatalf("first quote: %v", err)
+		}
+		if second != nil {
+			<-second // the quote that queued takes the freed slot, ends, and leaves the bubble
+			return
 		}
 		if n := s.ActiveRequests(); n != 0 {
 			t.Errorf("after the first quote ActiveRequests = %d, want 0", n)

@@ -185,7 +185,7 @@ func rank(req QuoteRequest, outcomes []outcome, started time.Time, id string) Qu
 		best := res.Quotes[0]
 		res.Best = &best
 	}
-	res.ElapsedMS = float64(time.Since(started).Microseconds()) / 1000
+	res.ElapsedMS = Milliseconds(float64(time.Since(started).Microseconds()) / 1000)
 	return res
 }
 

@@ -104,7 +104,13 @@ func TestCancellingTheCallerEndsTheQuote(t *testing.T) {
 		_, err := s.Quote(ctx, kb(2))
 		done <- err
 	}()
-	<-entered
+	select {
+	case <-entered:
+	case err := <-done:
+		t.Fatalf("Quote returned (err %v) without asking boreal", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("boreal was not asked within 5s")
+	}
 	cancel()
 	select {
 	case err := <-done:

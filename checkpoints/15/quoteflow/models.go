@@ -2,7 +2,10 @@
 // with the ranked quotes, the failures, and the best offer.
 package quoteflow
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // suppliers is every supplier asked for every quote, in report order.
 var suppliers = []string{"atlas", "boreal", "cedar"}
@@ -50,11 +53,25 @@ type Failure struct {
 // QuoteResult is the answer to one QuoteRequest. Every supplier appears
 // exactly once in Quotes or Failures, or in neither when it had too little stock.
 type QuoteResult struct {
-	SKU       string    `json:"sku"`
-	Quantity  int       `json:"quantity"`
-	Quotes    []Quote   `json:"quotes"`   // sorted by (TotalCents, Supplier); never nil
-	Failures  []Failure `json:"failures"` // in supplier order; never nil
-	Best      *Quote    `json:"best"`     // Quotes[0], or nil
-	ElapsedMS float64   `json:"elapsed_ms"`
-	RequestID string    `json:"request_id"` // 32 hex digits, sent as X-Request-ID
+	SKU       string       `json:"sku"`
+	Quantity  int          `json:"quantity"`
+	Quotes    []Quote      `json:"quotes"`   // sorted by (TotalCents, Supplier); never nil
+	Failures  []Failure    `json:"failures"` // in supplier order; never nil
+	Best      *Quote       `json:"best"`     // Quotes[0], or nil
+	ElapsedMS Milliseconds `json:"elapsed_ms"`
+	RequestID string       `json:"request_id"` // 32 hex digits, sent as X-Request-ID
+}
+
+// Milliseconds is a duration in milliseconds. It is written in JSON with a
+// fractional part even when whole (800.0, not 800), so that every client,
+// Python's json module included, reads elapsed_ms as the float it is.
+type Milliseconds float64
+
+// MarshalJSON writes m in its shortest form, with ".0" added when it is whole.
+func (m Milliseconds) MarshalJSON() ([]byte, error) {
+	b := strconv.AppendFloat(nil, float64(m), 'f', -1, 64)
+	if !strings.Contains(string(b), ".") {
+		b = append(b, ".0"...)
+	}
+	return b, nil
 }

@@ -116,6 +116,9 @@ func ResolveAnswer(root, cwd, dir string) (string, error) {
 		return "", fmt.Errorf("%w: %s is outside %s", ErrAnswerOutside, dir, root)
 	}
 	fi, err := os.Stat(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("answer %s: no such directory (%s)", dir, abs)
+	}
 	if err != nil {
 		return "", fmt.Errorf("answer %s: %w", dir, err)
 	}

@@ -26,6 +26,8 @@ const (
 	StatusMissed      = "missed"       // mutant: the answer passed on it
 	StatusNotRun      = "not run"      // skipped: the answer must pass on the reference first
 	StatusOK          = "ok"           // property met (graders)
+	StatusSkipped     = "skipped"      // property not checkable on this system; not held against the answer (graders)
+	StatusToDo        = "to do"        // property not met by an answer that is not started yet (graders)
 )
 
 // Report is the result of checking one answer. It is rendered as text by
@@ -152,7 +154,7 @@ func (r *Report) writeProperties(w io.Writer) {
 
 // statusWord shouts what decides a failing verdict.
 func statusWord(p Property) string {
-	if p.OK || !p.Required || p.Status == StatusNotRun {
+	if p.OK || !p.Required || p.Status == StatusNotRun || p.Status == StatusToDo {
 		return p.Status
 	}
 	return strings.ToUpper(p.Status)

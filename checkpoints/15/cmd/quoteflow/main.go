@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,11 +28,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	addr := fs.String("addr", "127.0.0.1:9100", "listen address")
 	provider := fs.String("provider", cmp.Or(os.Getenv("QUOTEFLOW_PROVIDER_URL"), quoteflow.DefaultProviderURL),
 		"provider lab base URL (env QUOTEFLOW_PROVIDER_URL)")
-	if err := fs.Parse(args); err != nil {
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		return 2 // the flag package has printed the problem and the usage
+	case fs.NArg() > 0:
+		// Parsing stops at the first argument: a flag after it would be ignored.
+		fmt.Fprintf(stderr, "quoteflow: unexpected argument %q (this command takes flags only)\n", fs.Arg(0))
+		fs.Usage()
 		return 2
 	}
 	if err := serve(*addr, *provider, stdout); err != nil {
-		fmt.Fprintln(stderr, "quoteflow:", err)
+		fmt.Fprintln(stderr, "quoteflow:", strings.TrimPrefix(err.Error(), "quoteflow: "))
 		return 1
 	}
 	return 0
@@ -44,6 +53,9 @@ func serve(addr, provider string, stdout io.Writer) error {
 	}
 	defer svc.Close()
 	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%w (is another quoteflow running? Stop it or pick another port with --addr)", err)
+	}
 	if err != nil {
 		return err
 	}
