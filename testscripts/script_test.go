@@ -25,7 +25,7 @@
 //	    or a second argument: default 10s, capped at 60s). Negated: succeeds
 //	    if no connect succeeded within the timeout.
 //
-//	[!] http [-H 'Name: value']... [-timeout D] METHOD URL [BODY]
+//	[!] http [-H 'Name: value']... [-timeout D] [-until REGEXP] METHOD URL [BODY]
 //	    Does one HTTP request (default timeout 10s, capped at 60s; loopback
 //	    hosts only; no automatic gzip decoding, no redirects) and writes to
 //	    stdout:
@@ -36,6 +36,8 @@
 //	    Any status is a success; assert it with `stdout '^status 503$'`.
 //	    A transport error (refused, reset, timeout) fails the command; its
 //	    message goes to stderr, so `! http ...` then `stderr 'timeout'` works.
+//	    -until REGEXP repeats the request every 10ms until the printed answer
+//	    matches (a gauge settling, e.g. '"active":0,'), failing at the timeout.
 //
 // Environment of every script: the host's GOCACHE, GOMODCACHE, GOPATH and
 // GOFLAGS (nothing downloads, nothing rebuilds the world; modules resolve
@@ -55,6 +57,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -232,24 +235,34 @@ func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
 	var headers headerFlags
 	fs.Var(&headers, "H", "")
 	timeout := fs.Duration("timeout", 10*time.Second, "")
+	until := fs.String("until", "", "")
 	if err := fs.Parse(args); err != nil || fs.NArg() < 2 || fs.NArg() > 3 {
-		ts.Fatalf("usage: http [-H 'Name: value']... [-timeout D] METHOD URL [BODY]")
+		ts.Fatalf("usage: http [-H 'Name: value']... [-timeout D] [-until REGEXP] METHOD URL [BODY]")
+	}
+	var want *regexp.Regexp
+	if *until != "" {
+		var err error
+		want, err = regexp.Compile(*until)
+		ts.Check(err)
 	}
 	method, url := fs.Arg(0), fs.Arg(1)
-	var body io.Reader
-	if fs.NArg() == 3 {
-		body = strings.NewReader(fs.Arg(2))
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), min(*timeout, maxWait))
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, url, body)
-	ts.Check(err)
-	ts.Check(loopbackOnly(req.URL.Host))
-	for _, h := range headers {
-		req.Header.Add(h[0], h[1])
-	}
-	if body != nil && req.Header.Get("Content-Type") == "" {
-		req.Header.Set("Content-Type", "application/json")
+	newRequest := func() *http.Request {
+		var body io.Reader
+		if fs.NArg() == 3 {
+			body = strings.NewReader(fs.Arg(2))
+		}
+		req, err := http.NewRequestWithContext(ctx, method, url, body)
+		ts.Check(err)
+		ts.Check(loopbackOnly(req.URL.Host))
+		for _, h := range headers {
+			req.Header.Add(h[0], h[1])
+		}
+		if body != nil && req.Header.Get("Content-Type") == "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		return req
 	}
 	client := &http.Client{
 		// A fresh transport per request: no connection reuse, so no hidden
@@ -259,14 +272,29 @@ func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
 			return http.ErrUseLastResponse
 		},
 	}
-	resp, err := client.Do(req)
-	if err == nil {
-		var data []byte
-		data, err = io.ReadAll(resp.Body)
-		resp.Body.Close()
+	var out string
+	var err error
+	for {
+		var resp *http.Response
+		resp, err = client.Do(newRequest())
 		if err == nil {
-			fmt.Fprint(ts.Stdout(), formatResponse(resp, data))
+			var data []byte
+			data, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			out = formatResponse(resp, data)
 		}
+		if want == nil || (err == nil && want.MatchString(out)) {
+			break
+		}
+		// -until: ask again shortly, until the answer matches or the cap ends.
+		select {
+		case <-ctx.Done():
+			ts.Fatalf("http %s %s: no answer matched %q within %v; last: %s", method, url, *until, min(*timeout, maxWait), out)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err == nil {
+		fmt.Fprint(ts.Stdout(), out)
 	}
 	switch {
 	case err != nil && !neg:

@@ -3,18 +3,22 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
+	"quoteflowlab.dev/lab/grade15"
 	"quoteflowlab.dev/lab/internal/check"
 	"quoteflowlab.dev/lab/internal/course"
 )
 
-// runCheck implements `lab check ENN [--answer DIR] [--json] [--timeout D]`.
+// runCheck implements `lab check ENN [--answer DIR] [--json] [--timeout D] [--variant NAME]`.
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	opts, asJSON, code, ok := checkOptions(args, stderr)
 	if !ok {
@@ -32,7 +36,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	r := check.Check(ctx, opts)
 	slow.Stop()
 
-	if ctx.Err() == nil && (opts.Answer == "" || opts.Answer == opts.Lesson.Starter()) {
+	if ctx.Err() == nil && opts.Variant == "" && (opts.Answer == "" || opts.Answer == opts.Lesson.Starter()) {
 		remember(opts.Root, r, stderr) // the student's own exercise, checked to the end
 	}
 	if asJSON {
@@ -54,11 +58,15 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 // checkOptions parses lab check's arguments. When ok is false, code is the
 // exit code: 2 for a usage error, 1 outside the repository, 0 after -h.
 func checkOptions(args []string, stderr io.Writer) (opts check.Options, asJSON bool, code int, ok bool) {
-	fs := newFlags("check", "ENN [--answer DIR] [--json] [--timeout D]", stderr)
+	fs := newFlags("check", "ENN [--answer DIR] [--json] [--timeout D] [--variant NAME]", stderr)
 	noteState(fs)
 	answer := fs.String("answer", "", "the answer's package `dir` (default lessons/NN/exercise), relative to the current directory")
 	fs.BoolVar(&asJSON, "json", false, "print the report as one JSON document")
 	timeout := fs.Duration("timeout", check.DefaultTimeout, "kill a run of the answer after this long (E15: the grader bounds each tool run itself)")
+	variant := fs.String("variant", "", "instructors, E15 only: grade the answer with the broken variant `NAME` (a folder of\n"+
+		grade15.VariantsDir+"/) swapped in through an overlay, to see the grader reject it;\n"+
+		"use with --answer "+grade15.ReferenceAnswer+". No file of the answer changes, the run is not\n"+
+		"recorded as progress, and a rejected variant exits 1 like any failing answer")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return opts, false, code, false
@@ -73,11 +81,17 @@ func checkOptions(args []string, stderr io.Writer) (opts check.Options, asJSON b
 	if *timeout <= 0 {
 		return opts, false, usageError(fs, stderr, "--timeout must be positive"), false
 	}
+	if *variant != "" && lesson.Exercise() != "E15" {
+		return opts, false, usageError(fs, stderr, "--variant is for E15 only: it swaps a broken variant of the reference budget tools into the answer"), false
+	}
 	root, ok := findRoot("check", stderr)
 	if !ok {
 		return opts, false, 1, false
 	}
-	opts = check.Options{Root: root, Lesson: lesson, Timeout: *timeout}
+	opts = check.Options{Root: root, Lesson: lesson, Timeout: *timeout, Variant: *variant}
+	if *variant != "" {
+		return variantOptions(fs, stderr, opts, asJSON, *answer)
+	}
 	if *answer == "" {
 		starter := filepath.Join(root, filepath.FromSlash(lesson.Starter()))
 		if _, err := os.Stat(starter); err != nil && !check.HasGrader(lesson.Exercise()) {
@@ -95,6 +109,47 @@ func checkOptions(args []string, stderr io.Writer) (opts check.Options, asJSON b
 	}
 	if err != nil {
 		return opts, false, usageError(fs, stderr, "%v", err), false
+	}
+	return opts, asJSON, 0, true
+}
+
+// variantOptions finishes checkOptions for `lab check E15 --variant NAME`:
+// the name must be a variant in testscripts/mutants/E15/, and the file it
+// replaces in the answer must be the one it was made from.
+func variantOptions(fs *flag.FlagSet, stderr io.Writer, opts check.Options, asJSON bool, answer string) (check.Options, bool, int, bool) {
+	names, err := grade15.VariantNames(opts.Root)
+	if err != nil {
+		fmt.Fprintf(stderr, "lab check: %v\n", err)
+		return opts, false, 1, false
+	}
+	if !slices.Contains(names, opts.Variant) {
+		known := strings.Join(names, ", ")
+		if known == "" {
+			known = "none in " + grade15.VariantsDir
+		}
+		return opts, false, usageError(fs, stderr, "unknown variant %q (known: %s)", opts.Variant, known), false
+	}
+	v, err := grade15.LoadVariant(opts.Root, opts.Variant)
+	if err != nil {
+		fmt.Fprintf(stderr, "lab check: %v\n", err)
+		return opts, false, 1, false
+	}
+	if answer == "" {
+		opts.Answer = opts.Lesson.Starter()
+	} else if wd, err := os.Getwd(); err != nil {
+		fmt.Fprintf(stderr, "lab check: %v\n", err)
+		return opts, false, 1, false
+	} else if opts.Answer, err = check.ResolveAnswer(opts.Root, wd, answer); err != nil {
+		return opts, false, usageError(fs, stderr, "%v", err), false
+	}
+	if err := v.Fits(filepath.Join(opts.Root, filepath.FromSlash(opts.Answer))); err != nil {
+		if opts.Answer != grade15.ReferenceAnswer {
+			return opts, false, usageError(fs, stderr, "--variant %s breaks %s/%s of the reference answer, and %s/%s is not that file: add --answer %s",
+				v.Name, grade15.ReferenceAnswer, v.Replaces, opts.Answer, v.Replaces, grade15.ReferenceAnswer), false
+		}
+		fmt.Fprintf(stderr, "lab check: variant %s is stale: %s/%s changed since it was made; remake it (%s/README.md)\n",
+			v.Name, opts.Answer, v.Replaces, grade15.VariantsDir)
+		return opts, false, 1, false
 	}
 	return opts, asJSON, 0, true
 }

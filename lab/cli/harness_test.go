@@ -36,6 +36,11 @@ func TestHarnessExitCodes(t *testing.T) {
 		{"stats extra", 2, "usage: lab stats [--provider URL]"},
 		{"check E14 --answer lessons/14/no-such-dir", 2, "no such directory"},
 		{"check E14 --answer ../../lessons", 2, "answer lessons has no .go files: give the directory of your main package, like lessons/14/exercise"},
+		{"check E14 --variant no_floor", 2, "--variant is for E15 only"},
+		{"check E15 --variant nope --answer ../../lessons/16/answer_previous", 2, `unknown variant "nope" (known: full_budget_read, `},
+		{"check E15 --variant ../E15 --answer ../../lessons/16/answer_previous", 2, `unknown variant "../E15"`},
+		{"check E15 --variant no_floor", 2, "lessons/15/exercise/deadline/main.go is not that file: add --answer lessons/16/answer_previous"},
+		{"check -h", 0, "--variant NAME"},
 	} {
 		var stdout, stderr strings.Builder
 		code := Main(strings.Fields(tc.args), &stdout, &stderr)
@@ -115,8 +120,9 @@ func TestFailingTestsNamesTopLevelFailuresAndHangs(t *testing.T) {
 }
 
 // lab verify proves the E15 grader too: it has an item that runs the
-// grader's broken-variant test, and that test exists under that name (a
-// rename would otherwise make the item run no test at all).
+// testscripts named e15_variant_*, there are such scripts, and the test
+// function its -run pattern selects exists (a rename of either would
+// otherwise make the item run no script at all).
 func TestVerifyRunsTheE15GraderBrokenVariants(t *testing.T) {
 	wd, err := os.Getwd()
 	if err != nil {
@@ -135,11 +141,15 @@ func TestVerifyRunsTheE15GraderBrokenVariants(t *testing.T) {
 	if !found {
 		t.Errorf("lab verify has no E15 grader item")
 	}
-	src, err := os.ReadFile(filepath.Join(root, "lab", "grade15", "mutants_test.go"))
+	scripts, err := filepath.Glob(filepath.Join(root, "testscripts", variantScripts+"*.txtar"))
+	if err != nil || len(scripts) == 0 {
+		t.Errorf("no testscripts/%s*.txtar: lab verify's E15 grader item would run no script (%v)", variantScripts, err)
+	}
+	src, err := os.ReadFile(filepath.Join(root, "testscripts", "script_test.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(src), "func "+brokenVariantsTest+"(t *testing.T)") {
-		t.Errorf("lab/grade15/mutants_test.go has no func %s: lab verify's E15 grader item would run no test", brokenVariantsTest)
+	if !strings.Contains(string(src), "func TestScripts(t *testing.T)") {
+		t.Errorf("testscripts/script_test.go has no func TestScripts: lab verify's E15 grader item would run no script")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"quoteflowlab.dev/lab/grade15"
 	"quoteflowlab.dev/lab/internal/check"
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/mutant"
@@ -297,30 +298,56 @@ func goTest(ctx context.Context, dir, env string, args ...string) itemResult {
 	return itemResult{OK: true, Summary: summary, output: string(out)}
 }
 
-// brokenVariantsTest is the test in lab/grade15 that grades each broken
-// variant of the E15 reference tools (testscripts/mutants/E15/) and wants
-// each rejected for the property its bug breaks.
-const brokenVariantsTest = "TestBrokenVariantsAreRejected"
+// variantScripts is the name prefix of the testscripts that prove the E15
+// grader: testscripts/e15_variant_<name>.txtar runs `lab check E15 --answer
+// lessons/16/answer_previous --variant <name>` and wants the broken variant
+// <name> (testscripts/mutants/E15/<name>/) rejected for the property its bug
+// breaks.
+const variantScripts = "e15_variant_"
 
-// graderBrokenVariants runs the E15 grader's own proof: every broken variant
-// of the reference tools is rejected. It always reruns (-count=1): the test
-// builds and runs the tools as subprocesses, whose inputs go test's cache
-// does not see.
+// graderBrokenVariants runs the E15 grader's own proof, the e15_variant_*
+// testscripts: every broken variant of the reference tools is rejected. It
+// always reruns (-count=1): the grader builds and runs the tools as
+// subprocesses, whose inputs go test's cache does not see. A script skipped
+// on this system (a variant caught only against the Linux blackhole) is
+// noted; at least one must have run, and every variant must have a script.
 func graderBrokenVariants(ctx context.Context, root string) itemResult {
-	res := goTest(ctx, root, "GOWORK=off", "-count=1", "-v", "-run", "^"+brokenVariantsTest+"$", "./lab/grade15/")
-	var rejected []string
+	names, err := grade15.VariantNames(root)
+	if err != nil {
+		return itemResult{Summary: err.Error()}
+	}
+	var missing []string
+	for _, n := range names {
+		if !exists(root, "testscripts/"+variantScripts+n+".txtar") {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return itemResult{Summary: fmt.Sprintf("broken variants with no testscripts/%s<name>.txtar: %s", variantScripts, strings.Join(missing, ", "))}
+	}
+	res := goTest(ctx, root, "GOWORK=off", "-count=1", "-v", "-run", "^TestScripts$/^"+variantScripts, "./testscripts/")
+	var rejected, skipped []string
 	for line := range strings.SplitSeq(res.output, "\n") {
-		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "--- PASS: "+brokenVariantsTest+"/"); ok {
+		line = strings.TrimSpace(line)
+		if name, ok := strings.CutPrefix(line, "--- PASS: TestScripts/"+variantScripts); ok {
 			rejected = append(rejected, strings.Fields(name)[0])
+		}
+		if name, ok := strings.CutPrefix(line, "--- SKIP: TestScripts/"+variantScripts); ok {
+			skipped = append(skipped, strings.Fields(name)[0])
 		}
 	}
 	if !res.OK {
 		return res
 	}
 	if len(rejected) == 0 {
-		return itemResult{Summary: brokenVariantsTest + " graded no broken variant (skipped or missing?)", Detail: tail(res.output, 40), output: res.output}
+		return itemResult{Summary: "no " + variantScripts + "* script ran (all skipped, or missing?)", Detail: tail(res.output, 40), output: res.output}
 	}
+	slices.Sort(rejected)
+	slices.Sort(skipped)
 	res.Summary = fmt.Sprintf("%d broken variants rejected: %s", len(rejected), strings.Join(rejected, ", "))
+	if len(skipped) > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("skipped on this system: %s", strings.Join(skipped, ", ")))
+	}
 	return res
 }
 

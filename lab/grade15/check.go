@@ -3,8 +3,11 @@ package grade15
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"quoteflowlab.dev/lab/internal/check"
 )
@@ -13,17 +16,66 @@ import (
 // this package in with a blank import.
 func init() { check.Register("E15", Check) }
 
-// Check adapts Grade to `lab check E15 [--answer DIR]`.
+// Check adapts Grade to `lab check E15 [--answer DIR] [--variant NAME]`.
+// With o.Variant, the answer is graded with that broken variant swapped in
+// through an overlay written to the cache (or a temporary directory).
 func Check(ctx context.Context, o check.Options) check.Report {
 	answer := o.Answer
 	if answer == "" {
 		answer = o.Lesson.Starter()
 	}
 	opts := Options{Root: o.Root, Dir: filepath.FromSlash(answer)}
+	cacheName := strings.ReplaceAll(answer, "/", "_")
+	if o.Variant != "" {
+		cacheName += "@" + o.Variant // binaries of a variant never overwrite the answer's own
+	}
 	if o.CacheDir != "" {
-		opts.BinDir = filepath.Join(o.CacheDir, "E15", strings.ReplaceAll(answer, "/", "_"))
+		opts.BinDir = filepath.Join(o.CacheDir, "E15", cacheName)
+	}
+	if o.Variant != "" {
+		overlay, cleanup, err := variantOverlay(o.Root, answer, o.Variant, opts.BinDir)
+		if err != nil {
+			return report(failedResult("--variant "+o.Variant+": "+err.Error()), o, answer)
+		}
+		defer cleanup()
+		opts.Overlay = overlay
 	}
 	return report(Grade(ctx, opts), o, answer)
+}
+
+// variantOverlay writes the overlay that swaps the named variant into the
+// answer, in dir (or a temporary directory when dir is ""), and returns its
+// path and what removes it.
+func variantOverlay(root, answer, name, dir string) (path string, cleanup func(), err error) {
+	v, err := LoadVariant(root, name)
+	if err != nil {
+		return "", nil, err
+	}
+	answerDir := filepath.Join(root, filepath.FromSlash(answer))
+	if err := v.Fits(answerDir); err != nil {
+		return "", nil, err
+	}
+	cleanup = func() {}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "grade15-variant-"); err != nil {
+			return "", nil, err
+		}
+		cleanup = func() { os.RemoveAll(dir) }
+	}
+	path = filepath.Join(dir, "overlay.json")
+	if err := v.WriteOverlay(answerDir, path); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return path, cleanup, nil
+}
+
+// failedResult is a grading that could not start: every property fails
+// with detail.
+func failedResult(detail string) Result {
+	g := &grader{findings: map[string]finding{}, todo: map[string]bool{}}
+	g.failAll(detail)
+	return g.result(time.Now())
 }
 
 // report turns a grading result into lab check's report of answer.
@@ -40,6 +92,10 @@ func report(res Result, o check.Options, answer string) check.Report {
 	if answer != o.Lesson.Starter() {
 		again += " --answer " + answer
 	}
+	if o.Variant != "" {
+		again += " --variant " + o.Variant
+		r.Variant = o.Variant
+	}
 	switch {
 	case res.NotStarted:
 		r.Verdict = check.NotStarted
@@ -49,6 +105,9 @@ func report(res Result, o check.Options, answer string) check.Report {
 	default:
 		r.Verdict = check.Failed
 		r.Next = "fix the properties marked FAILED above, then run `" + again + "` again"
+	}
+	if o.Variant != "" {
+		r.Next = variantNext(res, o.Root, o.Variant)
 	}
 	for _, p := range res.Properties {
 		status, detail := check.StatusOK, ""
@@ -67,6 +126,23 @@ func report(res Result, o check.Options, answer string) check.Report {
 		})
 	}
 	return r
+}
+
+// variantNext says, for an instructor's run with a broken variant, whether
+// the grader did its job: reject the variant for the property its bug breaks.
+func variantNext(res Result, root, name string) string {
+	v, err := LoadVariant(root, name)
+	if err != nil {
+		return "" // the failed properties already say why
+	}
+	failed := slices.ContainsFunc(res.Failed(), func(p Property) bool { return p.Name == v.Expect })
+	switch {
+	case res.Passed:
+		return fmt.Sprintf("the grader PASSED broken variant %s: it must reject it for %s (bug: %s)", name, v.Expect, v.Story)
+	case failed:
+		return fmt.Sprintf("broken variant %s rejected for %s, as it must be (bug: %s)", name, v.Expect, v.Story)
+	}
+	return fmt.Sprintf("broken variant %s rejected, but not for %s, the property its bug breaks (bug: %s)", name, v.Expect, v.Story)
 }
 
 // summary is the verdict as one sentence, without the exercise name.

@@ -1,129 +1,117 @@
 package grade15
 
 import (
-	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
+	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"slices"
+	"regexp"
 	"strings"
 	"testing"
 )
 
-// A mutant is one broken variant of the reference answer: one file replaced
-// by a copy with one deliberate bug (testscripts/mutants/E15/<name>/).
-type mutant struct {
-	name     string
-	replaces string // slash path inside the answer directory
-	with     string // the broken copy, absolute
-	expect   string // the property that must fail
-	story    string
-	base     string // SHA-256 of the reference file the mutant was made from
-}
-
-// loadMutants reads every testscripts/mutants/E15/*/mutant.txt.
-func loadMutants(t *testing.T, root string) []mutant {
-	t.Helper()
-	dirs, err := filepath.Glob(filepath.Join(root, "testscripts", "mutants", "E15", "*", "mutant.txt"))
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no E15 mutants found (%v)", err)
-	}
-	var out []mutant
-	for _, path := range dirs {
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := mutant{name: filepath.Base(filepath.Dir(path))}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			key, value, _ := strings.Cut(sc.Text(), ": ")
-			switch key {
-			case "replaces":
-				m.replaces = value
-			case "with":
-				m.with = filepath.Join(filepath.Dir(path), value)
-			case "expect":
-				m.expect = value
-			case "story":
-				m.story = value
-			case "base":
-				m.base = value
-			}
-		}
-		f.Close()
-		if m.replaces == "" || m.with == "" || m.expect == "" || m.base == "" {
-			t.Fatalf("%s: want replaces, with, expect and base lines", path)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-// overlay writes a `go build -overlay` file that swaps m's file into the answer in dir.
-func (m mutant) overlay(t *testing.T, dir string) string {
-	t.Helper()
-	target := filepath.Join(dir, filepath.FromSlash(m.replaces))
-	cur, err := os.ReadFile(target)
-	if err != nil {
-		t.Fatalf("mutant %s replaces %s: %v", m.name, m.replaces, err)
-	}
-	if sum := sha256.Sum256(cur); hex.EncodeToString(sum[:]) != m.base {
-		t.Fatalf("mutant %s was made from an older %s: remake it from the current file and update its base line", m.name, m.replaces)
-	}
-	data, err := json.Marshal(map[string]map[string]string{"Replace": {target: m.with}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "overlay.json")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// Each broken variant of the reference must be rejected, and the property
-// its bug breaks must be among the failures.
-func TestBrokenVariantsAreRejected(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs every broken variant")
-	}
+// The grader's proof, that it rejects every broken variant of the reference
+// answer (testscripts/mutants/E15/<name>/) for the property its bug breaks,
+// is made by the testscripts testscripts/e15_variant_<name>.txtar, which run
+// `lab check E15 --answer lessons/16/answer_previous --variant <name>` (and
+// by `lab verify`'s E15 grader item, which runs those scripts). Grading each
+// variant here too would run the same proof twice in `go test ./...`, so
+// this test only checks that every variant can be graded meaningfully:
+// it is complete, expects a real required property, was made from the
+// current reference file, differs from it, compiles, and has its script.
+func TestBrokenVariantsAreWellFormed(t *testing.T) {
 	root := repoRoot(t)
-	dir := filepath.Join(root, "lessons", "16", "answer_previous")
-	for _, m := range loadMutants(t, root) {
-		if !slices.ContainsFunc(specs, func(s spec) bool { return s.name == m.expect && s.required }) {
-			t.Errorf("mutant %s expects %q, which is not a required property", m.name, m.expect)
-			continue
-		}
-		t.Run(m.name, func(t *testing.T) {
-			r := grade(t, Options{Dir: dir, Overlay: m.overlay(t, dir)})
-			for _, p := range r.Properties {
-				if strings.HasPrefix(p.Name, "build_") && !p.OK {
-					t.Fatalf("the broken variant must compile, so that its bug is caught by behaviour: %s", p.Detail)
-				}
+	ref := filepath.Join(root, filepath.FromSlash(ReferenceAnswer))
+	variants, err := Variants(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(variants) == 0 {
+		t.Fatalf("no broken variants in %s", VariantsDir)
+	}
+	names := map[string]bool{}
+	for _, v := range variants {
+		names[v.Name] = true
+		t.Run(v.Name, func(t *testing.T) {
+			t.Parallel()
+			if !IsRequiredProperty(v.Expect) {
+				t.Errorf("expects %q, which is not a required property of the grader", v.Expect)
 			}
-			for _, p := range r.Properties {
-				if p.Name == m.expect && p.OK && strings.HasPrefix(p.Detail, "skipped") {
-					t.Skipf("%s cannot be graded on this system (%s), so this variant cannot be caught here", m.expect, p.Detail)
-				}
+			if err := v.Fits(ref); err != nil {
+				t.Fatalf("%v: remake it from the current file and update its base line (%s/README.md)", err, VariantsDir)
 			}
-			if r.Passed {
-				t.Fatalf("the grader passed a broken answer: %s", m.story)
+			orig, err := os.ReadFile(filepath.Join(ref, filepath.FromSlash(v.Replaces)))
+			if err != nil {
+				t.Fatal(err)
 			}
-			var failed []string
-			found := false
-			for _, p := range r.Failed() {
-				failed = append(failed, p.Name)
-				if p.Name == m.expect {
-					found = true
-					t.Logf("rejected: %s\n\tobserved: %s", p.Sentence, p.Detail)
-				}
+			broken, err := os.ReadFile(v.With)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if !found {
-				t.Errorf("want %s among the failed properties, got %v (bug: %s)", m.expect, failed, m.story)
+			if bytes.Equal(orig, broken) {
+				t.Errorf("%s is the reference file itself: it has no bug", v.With)
+			}
+			if strings.HasSuffix(v.Replaces, ".json") && !json.Valid(broken) {
+				t.Errorf("%s is not valid JSON: its bug must be in the numbers, so that the grader catches it by %s", v.With, v.Expect)
+			}
+			checkVariantScript(t, root, v)
+			if strings.HasSuffix(v.Replaces, ".go") {
+				checkVariantBuilds(t, root, v)
 			}
 		})
+	}
+	scripts, err := filepath.Glob(filepath.Join(root, "testscripts", "e15_variant_*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range scripts {
+		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(s), "e15_variant_"), ".txtar")
+		if !names[name] {
+			t.Errorf("%s has no variant %s/%s", s, VariantsDir, name)
+		}
+	}
+}
+
+// checkVariantScript checks that v's testscript grades v and looks for its
+// property among the failures.
+func checkVariantScript(t *testing.T, root string, v Variant) {
+	t.Helper()
+	path := filepath.Join(root, "testscripts", "e15_variant_"+v.Name+".txtar")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Errorf("no testscript proves that the grader rejects this variant: %v", err)
+		return
+	}
+	src := string(data)
+	run := regexp.MustCompile(`(?m)^! exec lab check E15 --answer ` + regexp.QuoteMeta(ReferenceAnswer) + ` --variant ` + regexp.QuoteMeta(v.Name) + `$`)
+	if !run.MatchString(src) {
+		t.Errorf("%s does not run `! exec lab check E15 --answer %s --variant %s`", path, ReferenceAnswer, v.Name)
+	}
+	if !strings.Contains(src, "+required +"+v.Expect+"$'") {
+		t.Errorf("%s does not assert that %s is FAILED", path, v.Expect)
+	}
+}
+
+// checkVariantBuilds builds the reference's packages with v swapped in: a
+// variant must compile, so that the grader catches its bug by behaviour.
+func checkVariantBuilds(t *testing.T, root string, v Variant) {
+	t.Helper()
+	if testing.Short() {
+		return
+	}
+	overlay := filepath.Join(t.TempDir(), "overlay.json")
+	if err := v.WriteOverlay(filepath.Join(root, filepath.FromSlash(ReferenceAnswer)), overlay); err != nil {
+		t.Fatal(err)
+	}
+	goCmd, err := goCommand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Several packages: go build compiles them all and writes nothing.
+	cmd := exec.Command(goCmd, "build", "-overlay", overlay, "./"+ReferenceAnswer+"/...")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("does not compile with the reference: %v\n%s", err, out)
 	}
 }

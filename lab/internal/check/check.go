@@ -43,6 +43,11 @@ type Options struct {
 	Timeout  time.Duration // per run of the answer; default DefaultTimeout
 	CacheDir string        // binaries and overlays; default <state dir>/cache
 	Jobs     int           // builds at once; default the number of CPUs, at least 2
+	// Variant (E15 only, instructors) names a broken variant of the reference
+	// answer (testscripts/mutants/E15/<name>/) to swap into the answer, via
+	// the grader's overlay, before grading it; the answer's files stay as
+	// they are. The caller checks the name (lab check's --variant).
+	Variant string
 }
 
 // A Grader checks an exercise that is not checked with mutants (E15: the

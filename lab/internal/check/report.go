@@ -37,6 +37,7 @@ type Report struct {
 	Title      string     `json:"title"`                // the lesson's title
 	Answer     string     `json:"answer"`               // slash path of the answer, relative to the repository root
 	Checkpoint string     `json:"checkpoint,omitempty"` // slash path of the checkpoint it runs against
+	Variant    string     `json:"variant,omitempty"`    // E15, instructors: the broken variant swapped into the answer
 	Verdict    Verdict    `json:"verdict"`
 	OK         bool       `json:"ok"`                  // Verdict == Passed
 	Summary    string     `json:"summary"`             // the verdict as one sentence
@@ -87,9 +88,12 @@ func (r *Report) Counts() (reqOK, req, bonusOK, bonus int) {
 // WriteText renders the report for a terminal.
 func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "%s · %s\n", r.Exercise, r.Title)
-	if r.Checkpoint != "" {
+	switch {
+	case r.Checkpoint != "":
 		fmt.Fprintf(w, "answer: %s    checkpoint: %s\n", r.Answer, r.Checkpoint)
-	} else {
+	case r.Variant != "":
+		fmt.Fprintf(w, "answer: %s    with broken variant: %s\n", r.Answer, r.Variant)
+	default:
 		fmt.Fprintf(w, "answer: %s\n", r.Answer)
 	}
 	fmt.Fprintln(w)

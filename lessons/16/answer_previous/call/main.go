@@ -6,6 +6,8 @@
 // Output: {"ok","status","phase":"done"|"connect"|"read","elapsed_ms","error"}.
 // A refused connection is phase connect (the partner was never reached); a
 // received 4xx/5xx is phase done with ok false (the partner did answer).
+// A --url that is not an absolute http URL is a usage error (exit 2): no
+// call is made, so there is no phase to report.
 package main
 
 import (
@@ -39,6 +41,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *url == "" || *connect <= 0 || *read <= 0 {
 		fmt.Fprintln(stderr, "call: --url is required; --connect and --read must be positive")
+		return 2
+	}
+	if err := budget.CheckURL(*url); err != nil {
+		fmt.Fprintf(stderr, "call: --url %q: %v\n", *url, err)
 		return 2
 	}
 

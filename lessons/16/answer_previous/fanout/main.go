@@ -6,6 +6,7 @@
 //	fanout --base http://127.0.0.1:9101 --budget-ms 1000 --n 4 [--connect 0.3]
 //
 // Output: {"budget_ms","calls":[{"sent_budget_ms","received","elapsed_ms",...}],"skipped","total_ms"}.
+// A --base that is not an absolute http URL is a usage error (exit 2).
 package main
 
 import (
@@ -56,6 +57,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *base == "" || *budgetMS <= 0 || *n < 1 || *connect <= 0 {
 		fmt.Fprintln(stderr, "fanout: --base, --budget-ms (positive) and --n (≥ 1) are required")
+		return 2
+	}
+	if err := budget.CheckURL(*base); err != nil {
+		fmt.Fprintf(stderr, "fanout: --base %q: %v\n", *base, err)
 		return 2
 	}
 

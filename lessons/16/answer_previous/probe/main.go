@@ -5,6 +5,8 @@
 //	probe --base http://127.0.0.1:9101 --blackhole 127.0.0.1:9102 [--connect 0.5] [--read 0.5]
 //
 // Output: a JSON array of three rows {"kind","target","elapsed_ms","error","phase"}.
+// A --base that is not an absolute http URL, or a --blackhole that is not
+// host:port, is a usage error (exit 2).
 package main
 
 import (
@@ -41,6 +43,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *base == "" || *blackhole == "" || *connect <= 0 || *read <= 0 {
 		fmt.Fprintln(stderr, "probe: --base and --blackhole are required")
+		return 2
+	}
+	if err := budget.CheckURL(*base); err != nil {
+		fmt.Fprintf(stderr, "probe: --base %q: %v\n", *base, err)
+		return 2
+	}
+	if err := budget.CheckHostPort(*blackhole); err != nil {
+		fmt.Fprintf(stderr, "probe: --blackhole %q: %v\n", *blackhole, err)
 		return 2
 	}
 	closed, err := closedPort()

@@ -6,6 +6,7 @@
 //	retry --url U --budget-ms 1500 --attempts 4 [--base-ms 100] [--connect 0.3] [--min-ms 100] [--seed 1]
 //
 // Output: {"ok","attempts","elapsed_ms","waits_ms":[...],"stopped_reason":"ok"|"attempts"|"budget"}.
+// A --url that is not an absolute http URL is a usage error (exit 2).
 package main
 
 import (
@@ -54,6 +55,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *url == "" || *budgetMS <= 0 || *attempts < 1 || *baseMS < 0 || *connect <= 0 || *minMS < 0 {
 		fmt.Fprintln(stderr, "retry: --url, --budget-ms (positive) and --attempts (≥ 1) are required")
+		return 2
+	}
+	if err := budget.CheckURL(*url); err != nil {
+		fmt.Fprintf(stderr, "retry: --url %q: %v\n", *url, err)
 		return 2
 	}
 

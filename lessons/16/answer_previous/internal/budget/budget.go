@@ -85,13 +85,17 @@ func Print(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// URLs is a repeatable --url flag.
+// URLs is a repeatable --url flag of absolute http URLs (see CheckURL).
 type URLs []string
 
 func (u *URLs) String() string { return strings.Join(*u, ",") }
 
-// Set adds one URL.
+// Set adds one URL; one that CheckURL refuses makes flag parsing fail, a
+// usage error.
 func (u *URLs) Set(s string) error {
+	if err := CheckURL(s); err != nil {
+		return err
+	}
 	*u = append(*u, s)
 	return nil
 }
