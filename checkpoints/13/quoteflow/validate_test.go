@@ -43,9 +43,9 @@ func TestInvalidRequestsAre422AndContactNoSupplier(t *testing.T) {
 			if rec.Code != http.StatusUnprocessableEntity {
 				t.Fatalf("status = %d, want 422; body %s", rec.Code, rec.Body)
 			}
-			got := decodeJSON[struct{ Detail ValidationError }](t, rec)
-			if got.Detail.Field != c.field {
-				t.Errorf("detail names field %q, want %q (%s)", got.Detail.Field, c.field, rec.Body)
+			got := decodeJSON[struct{ Detail, Field string }](t, rec)
+			if got.Field != c.field || !strings.HasPrefix(got.Detail, c.field+": ") {
+				t.Errorf("422 names field %q, detail %q; want field %q named in both (%s)", got.Field, got.Detail, c.field, rec.Body)
 			}
 			if n := fake.TotalCalls(); n != 0 {
 				t.Errorf("suppliers were called %d times, want 0", n)

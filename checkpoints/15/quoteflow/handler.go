@@ -36,11 +36,15 @@ func (s *Service) postQuote(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-// writeInvalid answers 422 {"detail": {"field": ..., "reason": ...}}.
+// writeInvalid answers 422 {"detail": "<field>: <reason>", "field", "reason"}:
+// detail is a sentence like every other error of ours, and field names the
+// offending field for a program.
 func writeInvalid(w http.ResponseWriter, err error) {
-	detail := &ValidationError{Field: "body", Reason: err.Error()}
-	errors.As(err, &detail)
-	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": detail})
+	verr := &ValidationError{Field: "body", Reason: err.Error()}
+	errors.As(err, &verr)
+	writeJSON(w, http.StatusUnprocessableEntity, map[string]string{
+		"detail": verr.Error(), "field": verr.Field, "reason": verr.Reason,
+	})
 }
 
 // writeQuoteError maps an error from Quote to HTTP once, here.
