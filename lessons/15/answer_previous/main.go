@@ -19,25 +19,21 @@
 //
 //   - broken: boreal answers 503 every time. Exactly two attempts, then http_503:
 //     a third attempt would mean the bound is wrong.
-//   - with an outbound limit of 1, the only slot must be free while boreal backs
-//     off. Boreal's first 503 starts a watch of svc.OutboundInUse(): within
-//     15 ms (the backoff lasts at least 20) the slot must be seen free, without
-//     interruption, for 2 ms. A service that sleeps while holding the slot has
-//     it free for microseconds at most, when it hands it over. This one check
-//     reads the clock; a watch that the scheduler interrupted, and that saw no
-//     free stretch, is repeated, never counted as a failure.
+//   - with an outbound limit of 1, thirty flaky quotes at once must finish in
+//     less than thirty pauses of 20 ms, the least that backoffs taking turns
+//     with the only slot would cost: the slot must be free while boreal backs
+//     off. This one check reads the clock, against a floor that a service
+//     holding the slot cannot beat, however fast the machine.
 package main
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -126,106 +122,53 @@ func brokenStopsAtTwo() error {
 	return nil
 }
 
-// The slot is watched from the moment boreal's first 503 leaves the fake.
-// A correct service gives the slot back at once and backs off for at least
-// 20 ms; atlas's and cedar's calls take microseconds. So within freeBy the
-// slot must be seen free, sample after sample, for freeFor, with no gap
-// between samples longer than maxGap. A service that sleeps while holding
-// the slot has it free for microseconds at most (when it hands it over)
-// until its sleep is over, and that is never before 20 ms.
+// Backoffs must overlap. With one outbound slot, retryQuotes flaky quotes
+// run at once, and each boreal pauses at least minBackoff before its retry.
+// A service that pauses while holding the only slot pays those pauses one
+// after another: it cannot finish in less than retryQuotes × minBackoff
+// (600 ms), however fast the machine. A service that gives the slot back
+// first pays them together: about one pause (at most 30 ms) plus a few
+// microseconds per call, so the bound leaves it twenty times that for a
+// busy machine, and a scheduler hiccup cannot turn one into the other.
 const (
-	freeFor = 2 * time.Millisecond
-	freeBy  = 15 * time.Millisecond
-	maxGap  = time.Millisecond
+	retryQuotes = 30
+	minBackoff  = 20 * time.Millisecond // checkpoint 14's shortest pause before a retry
 )
 
 // backoffFreesTheSlot: with one outbound slot, the slot is free while boreal
-// waits to retry. A watch that was interrupted (a very busy machine) and saw
-// no free stretch proves nothing either way, so it is repeated.
+// waits to retry, so the quotes' pauses overlap.
 func backoffFreesTheSlot() error {
-	for range 10 {
-		verdict, err := watchBackoff()
-		if err != nil || verdict != inconclusive {
-			return err
-		}
-	}
-	return fmt.Errorf("outbound limit 1: could not watch the slot during boreal's backoff without interruption in 10 tries (machine too busy?)")
-}
-
-type watchVerdict int
-
-const (
-	slotFree watchVerdict = iota
-	slotHeld
-	inconclusive
-)
-
-// watchBackoff runs one flaky quote with an outbound limit of 1 and watches
-// OutboundInUse from the moment boreal's first 503 leaves the fake.
-func watchBackoff() (watchVerdict, error) {
-	var svc *quoteflow.Service
-	verdict := make(chan watchVerdict, 1)
 	sup := newSuppliers()
-	sup.afterFirstBoreal503 = func() {
-		t0 := time.Now()
-		go func() { verdict <- watchSlot(svc, t0) }()
-	}
-	svc, err := quoteflow.New(quoteflow.Config{ProviderURL: "http://provider.test", Transport: sup, OutboundLimit: 1, Budget: wait})
+	svc, err := quoteflow.New(quoteflow.Config{ProviderURL: "http://provider.test", Transport: sup,
+		OutboundLimit: 1, InboundLimit: retryQuotes, Budget: wait})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer svc.Close()
-	res, err := quoteWith(svc, "flaky", 2)
-	if err != nil {
-		return 0, fmt.Errorf("flaky with outbound limit 1: %v", err)
+	results := make([]quoteflow.QuoteResult, retryQuotes)
+	errs := make([]error, retryQuotes)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range retryQuotes {
+		wg.Go(func() { results[i], errs[i] = quoteWith(svc, "flaky", 2) })
 	}
-	var v watchVerdict
-	select {
-	case v = <-verdict:
-	case <-time.After(wait):
-		return 0, errors.New("flaky with outbound limit 1: boreal never answered 503 to a first attempt")
+	wg.Wait()
+	elapsed := time.Since(start)
+	floor := retryQuotes * minBackoff
+	if elapsed >= floor {
+		return fmt.Errorf("outbound limit 1: %d flaky quotes at once took %v, not less than the %v that %d backoffs "+
+			"of at least %v cost one after another: the backoff sleeps while holding the slot, so healthy calls "+
+			"wait behind a supplier that is doing nothing", retryQuotes, elapsed.Round(time.Millisecond), floor, retryQuotes, minBackoff)
 	}
-	if v == slotHeld {
-		return v, fmt.Errorf("outbound limit 1: in the %v after boreal's first 503 the only outbound slot was never free "+
-			"for %v; the backoff sleeps while holding the slot, so healthy calls wait behind a supplier that is doing nothing",
-			freeBy, freeFor)
-	}
-	if !quoted(res, "boreal") {
-		return v, fmt.Errorf("flaky with outbound limit 1: boreal is not in the quotes (failures %v)", res.Failures)
-	}
-	return v, nil
-}
-
-// watchSlot samples svc.OutboundInUse as often as it can until it has a
-// verdict, which is always by freeBy+freeFor after t0.
-func watchSlot(svc *quoteflow.Service, t0 time.Time) watchVerdict {
-	last := t0
-	var freeSince time.Time // zero: the last sample saw the slot taken
-	interrupted := false
-	for {
-		inUse := svc.OutboundInUse()
-		now := time.Now()
-		if now.Sub(last) > maxGap {
-			interrupted, freeSince = true, time.Time{} // nobody looked in between
+	for i, res := range results {
+		if errs[i] != nil {
+			return fmt.Errorf("flaky with outbound limit 1: %v", errs[i])
 		}
-		last = now
-		switch {
-		case inUse != 0:
-			freeSince = time.Time{}
-		case freeSince.IsZero():
-			freeSince = now
-		case now.Sub(freeSince) >= freeFor:
-			return slotFree
+		if !quoted(res, "boreal") {
+			return fmt.Errorf("flaky with outbound limit 1: boreal is not in the quotes (failures %v)", res.Failures)
 		}
-		if (freeSince.IsZero() || freeSince.Sub(t0) > freeBy) && now.Sub(t0) > freeBy {
-			break // no free stretch can start in time any more
-		}
-		runtime.Gosched() // a busy watch: sleep granularity is too coarse on some systems
 	}
-	if interrupted {
-		return inconclusive
-	}
-	return slotHeld
+	return nil
 }
 
 // quote builds a service (default limits) around a fresh fake and asks for
@@ -281,10 +224,6 @@ func failure(res quoteflow.QuoteResult, supplier string) quoteflow.Code {
 type suppliers struct {
 	mu    sync.Mutex
 	calls []call
-
-	// afterFirstBoreal503, if set, runs once as boreal's first 503 is returned.
-	afterFirstBoreal503 func()
-	once                sync.Once
 }
 
 type call struct{ supplier, id string }
@@ -317,10 +256,10 @@ func (s *suppliers) RoundTrip(r *http.Request) (*http.Response, error) {
 		switch q.Get("scenario") {
 		case "flaky":
 			if !seen {
-				return s.boreal503(r), nil
+				return boreal503(r), nil
 			}
 		case "broken":
-			return s.boreal503(r), nil
+			return boreal503(r), nil
 		case "malformed":
 			body["unit_cents"] = fmt.Sprint(offer[0]) // a JSON string, not a number
 		}
@@ -328,10 +267,7 @@ func (s *suppliers) RoundTrip(r *http.Request) (*http.Response, error) {
 	return respond(r, http.StatusOK, body), nil
 }
 
-func (s *suppliers) boreal503(r *http.Request) *http.Response {
-	if s.afterFirstBoreal503 != nil {
-		s.once.Do(s.afterFirstBoreal503)
-	}
+func boreal503(r *http.Request) *http.Response {
 	return respond(r, http.StatusServiceUnavailable, map[string]string{"error": "unavailable"})
 }
 
