@@ -26,12 +26,14 @@ const (
 // transientErrors are the transport failures worth a second try of this
 // read-only GET: the next try may well find things fixed. Anything not
 // named here (and not a network timeout) is reported at once.
-var transientErrors = []error{
+// Windows reports refused and reset with its own Winsock numbers, which
+// errors.Is does not equate with these: errno_windows.go adds them.
+var transientErrors = append([]error{
 	syscall.ECONNREFUSED, // nobody listening: the supplier is restarting
 	syscall.ECONNRESET,   // the peer reset the connection
 	io.EOF,               // the connection closed before any answer
 	io.ErrUnexpectedEOF,  // the connection closed in the middle of the answer
-}
+}, platformTransientErrors...)
 
 // withRetry asks one supplier at most maxAttempts times, with the same
 // X-Request-ID each time. attempt has returned its outbound slot before the
