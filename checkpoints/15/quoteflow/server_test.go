@@ -156,7 +156,7 @@ func TestAnEndlessBodyIsCutAfterABoundedDrain(t *testing.T) {
 	io.WriteString(conn, "POST /api/quotes HTTP/1.1\r\nHost: quoteflow\r\nContent-Length: 1073741824\r\n\r\n")
 	chunk := []byte(strings.Repeat("x", 64<<10))
 	written := 0
-	for written < 256<<20 {
+	for written < 512<<20 {
 		n, err := conn.Write(chunk)
 		written += n
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -166,8 +166,10 @@ func TestAnEndlessBodyIsCutAfterABoundedDrain(t *testing.T) {
 			break // cut
 		}
 	}
-	// Drained at most 4 MiB, plus what the two sockets' buffers hold.
-	if written >= 64<<20 {
+	// Drained at most 4 MiB, plus what the two sockets' buffers hold
+	// (tens of MiB at most, even where the system lets them grow large).
+	t.Logf("cut after %d MiB", written>>20)
+	if written >= 128<<20 {
 		t.Errorf("the server read %d MiB of an endless body, want it cut after a few", written>>20)
 	}
 }
