@@ -1,0 +1,10 @@
+module quoteflowlab.dev/checkpoints/16
+
+go 1.26.0
+
+require (
+	github.com/gorilla/mux v1.8.1
+	go.uber.org/goleak v1.3.0
+)
+
+require golang.org/x/sync v0.25.0

@@ -1,0 +1,70 @@
+package quoteflow
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/gorilla/mux"
+)
+
+// Handler returns the HTTP API: all routes in one place.
+func (s *Service) Handler() http.Handler {
+	r := mux.NewRouter()
+	r.HandleFunc("/health", health).Methods(http.MethodGet)
+	r.HandleFunc("/api/quotes", s.postQuote).Methods(http.MethodPost)
+	return r
+}
+
+func health(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// postQuote validates the body before anything else: an invalid request is
+// a 422 naming the field, and no supplier is contacted.
+func (s *Service) postQuote(w http.ResponseWriter, r *http.Request) {
+	req, err := DecodeQuoteRequest(r.Body)
+	if err != nil {
+		writeInvalid(w, err)
+		return
+	}
+	res, err := s.Quote(r.Context(), req)
+	if err != nil {
+		writeQuoteError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// writeInvalid answers 422 {"detail": "<field>: <reason>", "field", "reason"}:
+// detail is a sentence like every other error of ours, and field names the
+// offending field for a program.
+func writeInvalid(w http.ResponseWriter, err error) {
+	verr := &ValidationError{Field: "body", Reason: err.Error()}
+	errors.As(err, &verr)
+	writeJSON(w, http.StatusUnprocessableEntity, map[string]string{
+		"detail": verr.Error(), "field": verr.Field, "reason": verr.Reason,
+	})
+}
+
+// writeQuoteError maps an error from Quote to HTTP once, here.
+func writeQuoteError(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, ErrInvalid):
+		writeInvalid(w, err)
+	case errors.Is(err, ErrBusy):
+		// Our capacity, not a supplier's: a supplier's 503 is http_503 inside a 200.
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "capacity_exhausted"})
+	case r.Context().Err() != nil:
+		// The client has gone; nobody is left to read an answer.
+	default:
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"detail": "internal_error"})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v) // the client may have gone; nothing to do about it
+}
