@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
+
+	"quoteflowlab.dev/checkpoints/16/fanout"
 )
 
 // ErrBusy is returned by Admit and Quote when the inbound limit is reached;
@@ -38,15 +41,32 @@ func (s *Service) ActiveRequests() int { return int(s.active.Load()) }
 // acquireOutbound waits for one of the shared outbound slots, or for ctx to
 // end: waiting in line is paid from the same deadline as the call itself.
 func (s *Service) acquireOutbound(ctx context.Context) (release func(), err error) {
-	if err := s.outbound.Acquire(ctx, 1); err != nil {
+	if err := s.outbound.Acquire(ctx); err != nil {
 		return nil, err
 	}
-	s.outboundInUse.Add(1)
-	return func() {
-		s.outboundInUse.Add(-1)
-		s.outbound.Release(1)
-	}, nil
+	return s.outbound.Release, nil
 }
 
-// OutboundInUse is the number of outbound slots taken now.
+// OutboundInUse is the number of outbound slots this service holds now,
+// for quotes and baskets together.
 func (s *Service) OutboundInUse() int { return int(s.outboundInUse.Load()) }
+
+// countedLimiter counts the slots this service holds of a limiter that may
+// be shared with others.
+type countedLimiter struct {
+	fanout.Limiter
+	inUse *atomic.Int64
+}
+
+func (l *countedLimiter) Acquire(ctx context.Context) error {
+	if err := l.Limiter.Acquire(ctx); err != nil {
+		return err
+	}
+	l.inUse.Add(1)
+	return nil
+}
+
+func (l *countedLimiter) Release() {
+	l.inUse.Add(-1)
+	l.Limiter.Release()
+}

@@ -75,3 +75,28 @@ func BenchmarkTwelveSlowQuotes(b *testing.B) {
 	b.ReportMetric(float64(DefaultBudget.Milliseconds()), "budget_ms")
 	b.ReportMetric(float64(busy.Load())/float64(b.N), "busy/op")
 }
+
+// BenchmarkFiftyLineBasket sends 50-line baskets (150 supplier calls) to a
+// fake whose every call takes 20 ms. Six slots of 20 ms bound the pace at
+// 6/0.020 s = 300 calls/s; calls/s near bound_calls/s means the shared limit,
+// not the code, sets it.
+func BenchmarkFiftyLineBasket(b *testing.B) {
+	const latency = 20 * time.Millisecond
+	fake := newFake(nil)
+	fake.latency = latency
+	d := openBenchData(b)
+	s, err := New(Config{Transport: fake, Store: d.store, Queue: d.queue})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	start := time.Now()
+	for range b.N {
+		bk, err := s.Basket(context.Background(), lines(50))
+		if err != nil || bk.Pending != 0 {
+			b.Fatalf("basket: pending %d, %v", bk.Pending, err)
+		}
+	}
+	b.ReportMetric(float64(b.N*150)/time.Since(start).Seconds(), "calls/s")
+	b.ReportMetric(float64(DefaultOutbound)/latency.Seconds(), "bound_calls/s")
+}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"quoteflowlab.dev/checkpoints/16/fanout"
 )
 
 func TestEightQuotesAtOnceShareSixOutboundSlots(t *testing.T) {
@@ -204,7 +206,8 @@ func TestAdmissionIsAtomicAcrossGoroutines(t *testing.T) {
 
 func TestAfterBadGzipEveryOutboundSlotCanBeTakenAgain(t *testing.T) {
 	fake := newFake(map[string]reply{"boreal": badGzip})
-	s := newService(t, Config{Transport: fake})
+	lim := fanout.NewLocal(DefaultOutbound)
+	s := newService(t, Config{Transport: fake, Limiter: lim})
 	res, err := s.Quote(testCtx(t), kb(1))
 	if err != nil || codes(res)["boreal"] != CodeInvalidData || len(res.Quotes) != 2 {
 		t.Fatalf("Quote = %v / %v, err %v; want boreal invalid_data, atlas and cedar kept", quoted(res), res.Failures, err)
@@ -212,10 +215,14 @@ func TestAfterBadGzipEveryOutboundSlotCanBeTakenAgain(t *testing.T) {
 	if n := fake.OpenBodies(); n != 0 {
 		t.Errorf("%d response bodies left open", n)
 	}
-	if !s.outbound.TryAcquire(DefaultOutbound) {
-		t.Fatalf("could not take all %d outbound slots after the bad-gzip path", DefaultOutbound)
+	ctx, cancel := context.WithTimeout(testCtx(t), 100*time.Millisecond)
+	defer cancel()
+	for n := range DefaultOutbound {
+		if err := lim.Acquire(ctx); err != nil {
+			t.Fatalf("could take only %d of the %d outbound slots after the bad-gzip path", n, DefaultOutbound)
+		}
+		defer lim.Release()
 	}
-	s.outbound.Release(DefaultOutbound)
 }
 
 func TestAPanicStillReturnsEverySlot(t *testing.T) {

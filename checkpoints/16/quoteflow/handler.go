@@ -13,7 +13,48 @@ func (s *Service) Handler() http.Handler {
 	r := mux.NewRouter()
 	r.HandleFunc("/health", health).Methods(http.MethodGet)
 	r.HandleFunc("/api/quotes", s.postQuote).Methods(http.MethodPost)
+	r.HandleFunc("/api/baskets", s.postBasket).Methods(http.MethodPost)
+	r.HandleFunc("/api/baskets/{id}", s.getBasket).Methods(http.MethodGet)
+	r.HandleFunc("/api/compensation", s.getCompensation).Methods(http.MethodGet)
 	return r
+}
+
+// postBasket validates every line before any supplier is contacted, then
+// answers by the basket deadline; what the deadline cut off is queued first.
+func (s *Service) postBasket(w http.ResponseWriter, r *http.Request) {
+	req, err := DecodeBasketRequest(r.Body)
+	if err != nil {
+		writeInvalid(w, err)
+		return
+	}
+	b, err := s.Basket(r.Context(), req)
+	if err != nil {
+		writeQuoteError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, b)
+}
+
+func (s *Service) getBasket(w http.ResponseWriter, r *http.Request) {
+	b, err := s.GetBasket(r.Context(), mux.Vars(r)["id"])
+	if errors.Is(err, ErrNoBasket) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "no basket with that id"})
+		return
+	}
+	if err != nil {
+		writeQuoteError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, b)
+}
+
+func (s *Service) getCompensation(w http.ResponseWriter, r *http.Request) {
+	c, err := s.CompensationCounts(r.Context())
+	if err != nil {
+		writeQuoteError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
 }
 
 func health(w http.ResponseWriter, _ *http.Request) {
@@ -56,6 +97,8 @@ func writeQuoteError(w http.ResponseWriter, r *http.Request, err error) {
 		// Our capacity, not a supplier's: a supplier's 503 is http_503 inside a 200.
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "capacity_exhausted"})
+	case errors.Is(err, ErrNoStore):
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "basket_store_unavailable"})
 	case r.Context().Err() != nil:
 		// The client has gone; nobody is left to read an answer.
 	default:

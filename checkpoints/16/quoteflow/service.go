@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,7 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/semaphore"
+	"quoteflowlab.dev/checkpoints/16/fanout"
+	"quoteflowlab.dev/checkpoints/16/queue"
 )
 
 // Defaults for the zero fields of Config.
@@ -48,6 +50,17 @@ type Config struct {
 
 	ConnectTimeout time.Duration // connect limit of the owned transport (unused with Transport set)
 	MinAttempt     time.Duration // the floor: no attempt starts with less budget left than this
+
+	// Limiter is the outbound limit shared by quotes and baskets; nil: a
+	// fanout.Local of OutboundLimit slots. Lesson 17 passes one shared by
+	// several processes.
+	Limiter fanout.Limiter
+	Basket  BasketPolicy // zero fields take their defaults (basket.go)
+	// Store and Queue keep baskets and their compensation jobs; nil: baskets
+	// are refused with ErrNoStore. cmd/quoteflow opens both in --data DIR.
+	Store  BasketStore
+	Queue  queue.Queue
+	Logger *slog.Logger // one line per finished compensation call; nil: slog.Default()
 }
 
 // Service answers quote requests by asking every supplier at once.
@@ -57,10 +70,14 @@ type Service struct {
 	client        *http.Client
 	budget        time.Duration
 	inboundLimit  int
-	active        atomic.Int64        // inbound slots taken (admission.go)
-	outbound      *semaphore.Weighted // one shared line for every supplier call
+	active        atomic.Int64   // inbound slots taken (admission.go)
+	outbound      fanout.Limiter // one shared line for every supplier call, quotes and baskets
 	outboundInUse atomic.Int64
 	minAttempt    time.Duration
+	basket        BasketPolicy
+	store         BasketStore
+	queue         queue.Queue
+	logger        *slog.Logger
 }
 
 // New builds a Service. Zero fields of cfg take their defaults; a negative
@@ -74,18 +91,27 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	limiter := cfg.Limiter
+	if limiter == nil {
+		limiter = fanout.NewLocal(cmp.Or(cfg.OutboundLimit, DefaultOutbound))
+	}
 	transport := cfg.Transport
 	if transport == nil {
 		transport = newTransport(cmp.Or(cfg.PoolSize, DefaultPoolSize), cmp.Or(cfg.ConnectTimeout, DefaultConnectTimeout))
 	}
-	return &Service{
+	s := &Service{
 		providerURL:  base,
 		client:       &http.Client{Transport: transport, CheckRedirect: noRedirects},
 		budget:       cmp.Or(cfg.Budget, DefaultBudget),
 		inboundLimit: cmp.Or(cfg.InboundLimit, DefaultInbound),
-		outbound:     semaphore.NewWeighted(int64(cmp.Or(cfg.OutboundLimit, DefaultOutbound))),
 		minAttempt:   cmp.Or(cfg.MinAttempt, DefaultMinAttempt),
-	}, nil
+		basket:       cfg.Basket.withDefaults(),
+		store:        cfg.Store,
+		queue:        cfg.Queue,
+		logger:       cmp.Or(cfg.Logger, slog.Default()),
+	}
+	s.outbound = &countedLimiter{Limiter: limiter, inUse: &s.outboundInUse}
+	return s, nil
 }
 
 func parseProviderURL(raw string) (*url.URL, error) {

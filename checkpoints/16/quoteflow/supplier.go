@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"syscall"
 	"time"
+
+	"quoteflowlab.dev/checkpoints/16/fanout"
 )
 
 // maxSupplierBody caps how much of a supplier's answer we read.
@@ -26,6 +28,9 @@ type outcome struct {
 	code  Code
 	cause error // the error behind code, if any
 	err   error
+
+	status     int           // the HTTP status behind an http_NNN code
+	retryAfter time.Duration // what that answer's Retry-After headers asked for
 }
 
 func failed(code Code, cause error) outcome { return outcome{code: code, cause: cause} }
@@ -44,6 +49,11 @@ func (s *Service) attempt(ctx context.Context, supplier string, req QuoteRequest
 	if left < s.minAttempt {
 		return failed(CodeNoBudget, nil)
 	}
+	return s.exchange(ctx, supplier, req, id, left)
+}
+
+// exchange is one GET to supplier with left as its budget, the slot already held.
+func (s *Service) exchange(ctx context.Context, supplier string, req QuoteRequest, id string, left time.Duration) outcome {
 	// Two limits: connecting is cut by the dialer's ConnectTimeout (newTransport);
 	// the rest of the exchange by ctx's deadline, so the read limit is left.
 	resp, err := s.client.Do(s.newRequest(ctx, supplier, req, id, left))
@@ -55,7 +65,9 @@ func (s *Service) attempt(ctx context.Context, supplier string, req QuoteRequest
 		return failed(CodeTimeout, nil) // it ran out of the budget we sent: our timeout, seen by the supplier
 	}
 	if resp.StatusCode != http.StatusOK {
-		return failed(HTTPCode(resp.StatusCode), nil)
+		o := failed(HTTPCode(resp.StatusCode), nil)
+		o.status, o.retryAfter = resp.StatusCode, fanout.RetryAfter(resp.Header, time.Now())
+		return o
 	}
 	body, err := readBody(resp)
 	if err != nil {

@@ -15,7 +15,8 @@ import (
 const MaxBodyBytes = 4 << 10
 
 // Scenarios are the provider lab's scenario names a request may ask for.
-var Scenarios = []string{"normal", "slow", "broken", "malformed", "flaky", "gzip", "reset", "mismatch"}
+var Scenarios = []string{"normal", "slow", "broken", "malformed", "flaky", "gzip", "reset", "mismatch",
+	"ratelimited", "outage"}
 
 // ErrInvalid is wrapped by every validation error: errors.Is(err, ErrInvalid).
 var ErrInvalid = errors.New("invalid quote request")
@@ -65,13 +66,27 @@ type field struct {
 // decoding into a map would silently keep the last one, so
 // {"quantity":true,"quantity":2} would get a boolean past the check.
 func readObject(r io.Reader) ([]field, error) {
-	body, err := io.ReadAll(io.LimitReader(r, MaxBodyBytes+1))
+	body, err := readRequestBody(r, MaxBodyBytes)
+	if err != nil {
+		return nil, err
+	}
+	return parseObject(body)
+}
+
+// readRequestBody reads at most limit bytes; more is a validation error.
+func readRequestBody(r io.Reader, limit int) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
 		return nil, invalid("body", "cannot be read")
 	}
-	if len(body) > MaxBodyBytes {
-		return nil, invalid("body", "larger than %d bytes", MaxBodyBytes)
+	if len(body) > limit {
+		return nil, invalid("body", "larger than %d bytes", limit)
 	}
+	return body, nil
+}
+
+// parseObject splits one JSON object into its members, as readObject says.
+func parseObject(body []byte) ([]field, error) {
 	notObject := invalid("body", "must be a JSON object")
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {

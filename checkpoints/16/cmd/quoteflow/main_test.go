@@ -25,6 +25,8 @@ func TestRunRefusesWhatItCannotDo(t *testing.T) {
 		{"stray argument", []string{"extra", "--addr", "127.0.0.1:0"}, 2, `unexpected argument "extra"`},
 		{"bad provider URL", []string{"--provider", "ftp://x"}, 1, `ProviderURL "ftp://x"`},
 		{"port in use", []string{"--addr", busy.Addr().String()}, 1, busy.Addr().String()},
+		{"compensate without --once", []string{"compensate"}, 2, "--once"},
+		{"compensate with an argument", []string{"compensate", "--once", "extra"}, 2, "usage"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -41,5 +43,16 @@ func TestRunRefusesWhatItCannotDo(t *testing.T) {
 				t.Errorf("stdout %q, want nothing: it never served", stdout.String())
 			}
 		})
+	}
+}
+
+func TestCompensateOnceDrainsAndSaysWhatIsLeft(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	dir := t.TempDir()
+	if code := run([]string{"compensate", "--once", "--data", dir}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	if want := "compensation: pending 0, leased 0, done 0, dead 0\n"; stdout.String() != want {
+		t.Errorf("stdout %q, want %q", stdout.String(), want)
 	}
 }
