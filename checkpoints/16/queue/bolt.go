@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -37,18 +38,30 @@ func NewBolt(db *bolt.DB, maxTries int) (*Bolt, error) {
 }
 
 func (q *Bolt) Enqueue(ctx context.Context, jobs ...Job) error {
-	return q.update(ctx, func(b *bolt.Bucket) error {
-		for _, j := range jobs {
-			if b.Get([]byte(j.ID)) != nil {
-				continue // at most once in the queue, whatever its state
-			}
-			j.State, j.Tries, j.LastReason = Pending, 0, ""
-			if err := put(b, j); err != nil {
-				return err
-			}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return q.db.Update(func(tx *bolt.Tx) error { return q.EnqueueTx(tx, jobs...) })
+}
+
+// EnqueueTx is Enqueue inside the caller's read-write transaction on the
+// queue's file: what the caller writes there and the jobs are committed
+// together, or not at all.
+func (q *Bolt) EnqueueTx(tx *bolt.Tx, jobs ...Job) error {
+	if tx.DB() != q.db {
+		return errors.New("queue: EnqueueTx needs a transaction on the queue's own file")
+	}
+	b := tx.Bucket(bucketJobs)
+	for _, j := range jobs {
+		if b.Get([]byte(j.ID)) != nil {
+			continue // at most once in the queue, whatever its state
 		}
-		return nil
-	})
+		j.State, j.Tries, j.LastReason = Pending, 0, ""
+		if err := put(b, j); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (q *Bolt) Lease(ctx context.Context, n int, visibility time.Duration) ([]Job, error) {
@@ -134,6 +147,9 @@ func (q *Bolt) Counts(ctx context.Context) (Counts, error) {
 	})
 	return c, err
 }
+
+// DB is the file the queue lives in.
+func (q *Bolt) DB() *bolt.DB { return q.db }
 
 // Get returns one job as stored.
 func (q *Bolt) Get(id string) (Job, error) {

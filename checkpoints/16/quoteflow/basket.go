@@ -108,12 +108,10 @@ func (s *Service) Basket(ctx context.Context, req BasketRequest) (Basket, error)
 		}
 	}
 	b.ElapsedMS = millis(time.Since(started))
-	// The queue first: once the jobs are in, a crash loses nothing the client
-	// was told about. A job whose basket is not stored yet waits for it.
-	if err := s.queue.Enqueue(context.WithoutCancel(ctx), queued...); err != nil {
-		return Basket{}, fmt.Errorf("quoteflow: compensation queue: %w", err)
-	}
-	if err := s.store.Put(context.WithoutCancel(ctx), b); err != nil {
+	// The basket and its jobs in one transaction, before the answer: once it
+	// has committed, a crash loses nothing the client is told about, and a
+	// crash before it leaves neither a basket nor a job.
+	if err := s.store.Put(context.WithoutCancel(ctx), b, queued...); err != nil {
 		return Basket{}, fmt.Errorf("quoteflow: basket store: %w", err)
 	}
 	return b, nil

@@ -36,11 +36,11 @@ func openData(t *testing.T, path string) *data {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	store, err := NewBoltStore(db)
+	q, err := queue.NewBolt(db, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := queue.NewBolt(db, 5)
+	store, err := NewBoltStore(db, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -506,7 +506,7 @@ func openBenchData(b *testing.B) *data {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	store, _ := NewBoltStore(db)
 	q, _ := queue.NewBolt(db, 5)
+	store, _ := NewBoltStore(db, q)
 	return &data{db: db, store: store, queue: q}
 }

@@ -62,7 +62,7 @@ func (s *Service) CompensateOnce(ctx context.Context) (int, error) {
 		b, err := s.store.Get(ctx, c.BasketID)
 		switch {
 		case errors.Is(err, ErrNoBasket):
-			s.queue.Fail(ctx, j.ID, "no_basket", s.retryDelay(j.Tries)) // stored right after it was queued
+			s.queue.Complete(ctx, j.ID) // its basket is gone: there is nothing left to fill in
 			continue
 		case err != nil:
 			return 0, err

@@ -7,16 +7,20 @@ import (
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
+
+	"quoteflowlab.dev/checkpoints/16/queue"
 )
 
 // ErrNoBasket is returned for a basket ID the store does not hold.
 var ErrNoBasket = errors.New("quoteflow: no such basket")
 
-// BasketStore keeps baskets as they stand. Update is one atomic
+// BasketStore keeps baskets as they stand. Put writes a basket and enqueues
+// its compensation jobs in one transaction: both are stored, or neither, so
+// a crash can never leave a job without its basket. Update is one atomic
 // read-modify-write, so two workers finishing lines of one basket at once
 // lose neither change.
 type BasketStore interface {
-	Put(ctx context.Context, b Basket) error
+	Put(ctx context.Context, b Basket, jobs ...queue.Job) error
 	Get(ctx context.Context, id string) (Basket, error)
 	// Update applies change to the stored basket and saves it if change
 	// reports a change.
@@ -25,11 +29,18 @@ type BasketStore interface {
 
 var bucketBaskets = []byte("baskets")
 
-// BoltStore is a BasketStore in a bbolt file (the same file as the queue).
-type BoltStore struct{ db *bolt.DB }
+// BoltStore is a BasketStore in a bbolt file, the same file as its queue.
+type BoltStore struct {
+	db    *bolt.DB
+	queue *queue.Bolt
+}
 
-// NewBoltStore keeps baskets in db; the caller opens and closes it.
-func NewBoltStore(db *bolt.DB) (*BoltStore, error) {
+// NewBoltStore keeps baskets in db, and their jobs in q, which must be a
+// queue in the same file; the caller opens and closes it.
+func NewBoltStore(db *bolt.DB, q *queue.Bolt) (*BoltStore, error) {
+	if q == nil || q.DB() != db {
+		return nil, errors.New("quoteflow: basket store: the queue must be in the store's file")
+	}
 	err := db.Update(func(tx *bolt.Tx) error {
 		_, err := tx.CreateBucketIfNotExists(bucketBaskets)
 		return err
@@ -37,10 +48,10 @@ func NewBoltStore(db *bolt.DB) (*BoltStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("quoteflow: basket store: %w", err)
 	}
-	return &BoltStore{db: db}, nil
+	return &BoltStore{db: db, queue: q}, nil
 }
 
-func (s *BoltStore) Put(ctx context.Context, b Basket) error {
+func (s *BoltStore) Put(ctx context.Context, b Basket, jobs ...queue.Job) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -48,7 +59,12 @@ func (s *BoltStore) Put(ctx context.Context, b Basket) error {
 	if err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketBaskets).Put([]byte(b.ID), v) })
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketBaskets).Put([]byte(b.ID), v); err != nil {
+			return err
+		}
+		return s.queue.EnqueueTx(tx, jobs...)
+	})
 }
 
 func (s *BoltStore) Get(ctx context.Context, id string) (Basket, error) {
