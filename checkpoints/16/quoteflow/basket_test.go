@@ -36,11 +36,11 @@ func openData(t *testing.T, path string) *data {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	q, err := queue.NewBolt(db, 5)
+	q, err := queue.NewBolt(db, queue.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := NewBoltStore(db, q)
+	store, err := NewBoltStore(db, q, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -506,7 +506,7 @@ func openBenchData(b *testing.B) *data {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	q, _ := queue.NewBolt(db, 5)
-	store, _ := NewBoltStore(db, q)
+	q, _ := queue.NewBolt(db, queue.Limits{})
+	store, _ := NewBoltStore(db, q, 0)
 	return &data{db: db, store: store, queue: q}
 }

@@ -84,8 +84,18 @@ func (s *Service) CompensateOnce(ctx context.Context) (int, error) {
 	return len(jobs), nil
 }
 
-// finish writes one compensation result to its basket and the queue, and logs it.
+// finish writes one compensation result to its basket and the queue, and
+// logs it. A basket the store dropped while the call ran (it keeps only the
+// newest, with their jobs) has nothing left to fill in.
 func (s *Service) finish(ctx context.Context, j queue.Job, c compensation, r fanout.Result[*Quote]) error {
+	err := s.record(ctx, j, c, r)
+	if errors.Is(err, ErrNoBasket) || errors.Is(err, queue.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+func (s *Service) record(ctx context.Context, j queue.Job, c compensation, r fanout.Result[*Quote]) error {
 	reason := "ok"
 	if !r.OK() {
 		reason = string(r.Code)

@@ -6,6 +6,8 @@ import (
 	"net/http"
 
 	"github.com/gorilla/mux"
+
+	"quoteflowlab.dev/checkpoints/16/queue"
 )
 
 // Handler returns the HTTP API: all routes in one place.
@@ -97,6 +99,10 @@ func writeQuoteError(w http.ResponseWriter, r *http.Request, err error) {
 		// Our capacity, not a supplier's: a supplier's 503 is http_503 inside a 200.
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "capacity_exhausted"})
+	case errors.Is(err, queue.ErrFull):
+		// Nothing of the basket was kept: the client may send it again later.
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "compensation_queue_full"})
 	case errors.Is(err, ErrNoStore):
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "basket_store_unavailable"})
 	case r.Context().Err() != nil:

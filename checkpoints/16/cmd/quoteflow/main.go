@@ -115,12 +115,12 @@ func open(provider, dir string) (svc *quoteflow.Service, closeData func(), err e
 	if err != nil {
 		return nil, nil, err
 	}
-	q, err := queue.NewBolt(db, queue.DefaultMaxTries)
+	q, err := queue.NewBolt(db, queue.Limits{})
 	if err != nil {
 		db.Close()
 		return nil, nil, err
 	}
-	store, err := quoteflow.NewBoltStore(db, q) // one file: a basket and its jobs commit together
+	store, err := quoteflow.NewBoltStore(db, q, 0) // one file: a basket and its jobs commit together
 	if err != nil {
 		db.Close()
 		return nil, nil, err
