@@ -92,7 +92,8 @@ func (s *Service) Basket(ctx context.Context, req BasketRequest) (Basket, error)
 	}
 	var queued []queue.Job
 	for i, item := range req.Items {
-		b.Items[i] = BasketLine{Index: i, SKU: item.SKU, Quantity: item.Quantity, Quotes: []Quote{}, Failures: []LineFailure{}}
+		b.Items[i] = BasketLine{Index: i, SKU: item.SKU, Quantity: item.Quantity, RequestID: lineIDs[i],
+			Quotes: []Quote{}, Failures: []LineFailure{}}
 		for k, name := range suppliers {
 			r := results[i*len(suppliers)+k]
 			if r.OK() {

@@ -41,13 +41,16 @@ type Basket struct {
 
 // BasketLine is one item's quotes and failures, ranked as in a single quote.
 type BasketLine struct {
-	Index    int           `json:"index"`
-	SKU      string        `json:"sku"`
-	Quantity int           `json:"quantity"`
-	Status   LineStatus    `json:"status"`
-	Best     *Quote        `json:"best"`
-	Quotes   []Quote       `json:"quotes"`   // never nil
-	Failures []LineFailure `json:"failures"` // in supplier order; never nil
+	Index    int    `json:"index"`
+	SKU      string `json:"sku"`
+	Quantity int    `json:"quantity"`
+	// RequestID is the X-Request-ID of every call for this line, the
+	// compensation queue's included: the provider's /stats/requests?id= key.
+	RequestID string        `json:"request_id"`
+	Status    LineStatus    `json:"status"`
+	Best      *Quote        `json:"best"`
+	Quotes    []Quote       `json:"quotes"`   // never nil
+	Failures  []LineFailure `json:"failures"` // in supplier order; never nil
 }
 
 // LineFailure is a supplier without a quote for a line: why, after how many

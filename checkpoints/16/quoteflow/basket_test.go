@@ -459,7 +459,7 @@ func TestBasketEndpoints(t *testing.T) {
 	if rec.Code != http.StatusOK || len(b.ID) != 16 || b.Pending != 1 {
 		t.Fatalf("POST: %d %s", rec.Code, rec.Body)
 	}
-	for _, key := range []string{`"basket_id"`, `"index":0`, `"status":"partial"`, `"best":{`, `"queued":true`, `"attempts":3`, `"pending":1`, `"elapsed_ms"`} {
+	for _, key := range []string{`"basket_id"`, `"index":0`, `"request_id":"` + fake.IDs("boreal")[0] + `"`, `"status":"partial"`, `"best":{`, `"queued":true`, `"attempts":3`, `"pending":1`, `"elapsed_ms"`} {
 		if !strings.Contains(rec.Body.String(), key) {
 			t.Errorf("POST body lacks %s: %s", key, rec.Body)
 		}

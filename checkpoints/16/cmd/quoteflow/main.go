@@ -91,7 +91,7 @@ func runCompensate(args []string, stdout, stderr io.Writer) int {
 			return err
 		}
 		c, err := svc.CompensationCounts(context.Background())
-		fmt.Fprintf(stdout, "compensation: pending %d, leased %d, done %d, dead %d\n", c.Pending, c.Leased, c.Done, c.Dead)
+		fmt.Fprintf(stdout, "compensation: pending %d, leased %d, done %d, dead %d, pruned %d\n", c.Pending, c.Leased, c.Done, c.Dead, c.Pruned)
 		return err
 	}()
 	if err != nil {

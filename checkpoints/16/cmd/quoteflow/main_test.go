@@ -52,7 +52,7 @@ func TestCompensateOnceDrainsAndSaysWhatIsLeft(t *testing.T) {
 	if code := run([]string{"compensate", "--once", "--data", dir}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
 	}
-	if want := "compensation: pending 0, leased 0, done 0, dead 0\n"; stdout.String() != want {
+	if want := "compensation: pending 0, leased 0, done 0, dead 0, pruned 0\n"; stdout.String() != want {
 		t.Errorf("stdout %q, want %q", stdout.String(), want)
 	}
 }
