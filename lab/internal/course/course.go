@@ -131,6 +131,18 @@ var Lessons = []Lesson{
 		Checks:     "lessons/15/mutants",
 		Method:     report.Measured,
 	},
+	{
+		Number: 16, Title: "Fan out to many: one limit, many jobs, nothing lost",
+		Task:       "one limiter for every job, retry only what is worth it, a deadline that cancels, nothing lost",
+		Page:       "lessons/16/README.md",
+		Checkpoint: "checkpoints/16",
+		Exercise:   "E16",
+		Starter:    "lessons/16/exercise",
+		Reference:  "lessons/17/answer_previous",
+		Hint:       "lessons/16/hint.md",
+		Checks:     "lessons/16/mutants",
+		Method:     report.Mutants,
+	},
 }
 
 // ErrUnknownExercise is returned by ParseExercise for a name that is not one

@@ -27,7 +27,8 @@ import (
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 // run serves until SIGINT or SIGTERM, or with the compensate command drains
-// the compensation queue once; it returns 2 for a usage error.
+// the compensation queue once; it returns 2 for a usage error (a bad flag,
+// a stray argument, a --provider that is not an http(s) URL).
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "compensate" {
 		return runCompensate(args[1:], stdout, stderr)
@@ -52,11 +53,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+	if code, ok := checkProvider(*provider, stderr); !ok {
+		return code
+	}
 	if err := serve(*addr, *provider, *data, stdout); err != nil {
 		fmt.Fprintln(stderr, "quoteflow:", strings.TrimPrefix(err.Error(), "quoteflow: "))
 		return 1
 	}
 	return 0
+}
+
+// checkProvider refuses an empty or non-http(s) --provider as a usage
+// error, before anything is opened.
+func checkProvider(provider string, stderr io.Writer) (int, bool) {
+	if provider == "" {
+		fmt.Fprintln(stderr, "quoteflow: --provider is empty: give the provider lab's base URL, e.g. --provider http://127.0.0.1:9101")
+		return 2, false
+	}
+	svc, err := quoteflow.New(quoteflow.Config{ProviderURL: provider})
+	if err != nil { // a --provider that is not an http(s) URL
+		fmt.Fprintln(stderr, "quoteflow:", strings.TrimPrefix(err.Error(), "quoteflow: "))
+		return 2, false
+	}
+	svc.Close()
+	return 0, true
 }
 
 func commonFlags(fs *flag.FlagSet) (provider, data *string) {
@@ -80,6 +100,9 @@ func runCompensate(args []string, stdout, stderr io.Writer) int {
 	case fs.NArg() > 0 || !*once:
 		fmt.Fprintln(stderr, "usage: quoteflow compensate --once [--data DIR] [--provider URL]")
 		return 2
+	}
+	if code, ok := checkProvider(*provider, stderr); !ok {
+		return code
 	}
 	err := func() error {
 		svc, closeData, err := open(*provider, *data)
@@ -134,9 +157,6 @@ func open(provider, dir string) (svc *quoteflow.Service, closeData func(), err e
 }
 
 func serve(addr, provider, data string, stdout io.Writer) error {
-	if _, err := quoteflow.New(quoteflow.Config{ProviderURL: provider}); err != nil {
-		return err // a bad --provider is reported before the data file is touched
-	}
 	ln, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("%w (is another quoteflow running? Stop it or pick another port with --addr)", err)
@@ -152,7 +172,7 @@ func serve(addr, provider, data string, stdout io.Writer) error {
 	defer closeData()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := quoteflow.NewServer(svc.Handler()) // every read bounded
 	worker := make(chan struct{})
 	go func() {
 		defer close(worker)
