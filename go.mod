@@ -3,6 +3,7 @@ module quoteflowlab.dev
 go 1.26.0
 
 require (
+	github.com/chromedp/chromedp v0.23.0
 	github.com/gorilla/mux v1.8.1
 	github.com/rogpeppe/go-internal v1.16.0
 	go.etcd.io/bbolt v1.4.3
@@ -13,6 +14,8 @@ require (
 )
 
 require (
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.29.0 // indirect
 	golang.org/x/tools v0.26.0 // indirect

@@ -58,6 +58,11 @@ type Provider struct {
 	state     atomic.Pointer[state] // counters and per-key state; Reset swaps in a new one
 	normal    map[quoteKey][]byte   // pre-encoded normal bodies: the hot path allocates nothing for them
 	blackhole *Blackhole            // set by Start before serving; nil when there is none
+
+	// The dashboard's: a gauge per supplier of its requests running now
+	// (it survives resets too), and the open /stats/stream connections.
+	supplierActive [len(Suppliers)]atomic.Int64
+	streams        streamGate
 }
 
 // New returns a Provider configured by opts.
@@ -73,6 +78,7 @@ func New(opts Options) *Provider {
 		scale:   min(scale, MaxLatencyScale),
 		maxKeys: opts.MaxKeys,
 		normal:  make(map[quoteKey][]byte),
+		streams: newStreamGate(),
 	}
 	p.state.Store(p.newState())
 	for k, q := range catalog {
@@ -95,6 +101,9 @@ func (p *Provider) Routes() *mux.Router {
 	r.HandleFunc("/stats/requests", loopbackOnly(p.requestStats)).Methods(http.MethodGet)
 	r.HandleFunc("/stats/partner", loopbackOnly(p.partnerStats)).Methods(http.MethodGet)
 	r.HandleFunc("/reset", loopbackOnly(p.reset)).Methods(http.MethodPost)
+	// The dashboard: one page, and the live feed it reads.
+	r.HandleFunc("/ui", loopbackOnly(serveDashboard)).Methods(http.MethodGet)
+	r.HandleFunc("/stats/stream", loopbackOnly(p.stream)).Methods(http.MethodGet)
 
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route "+r.URL.Path)

@@ -23,6 +23,9 @@ func (p *Provider) quote(st *state, w http.ResponseWriter, r *http.Request) (int
 		return c.fail(http.StatusNotFound, "unknown_supplier", fmt.Sprintf("no supplier %s (have atlas, boreal, cedar)", quoted(name))), nil
 	}
 	st.perSupplier[c.supplier].Add(1)
+	inFlight := &p.supplierActive[c.supplier]
+	raiseMax(&st.supplierPeak[c.supplier], inFlight.Add(1))
+	defer inFlight.Add(-1)
 	id, err := requestID(r.Header)
 	if err != nil {
 		return c.fail(http.StatusBadRequest, "bad_request_id", err.Error()), nil
@@ -40,13 +43,23 @@ func (p *Provider) quote(st *state, w http.ResponseWriter, r *http.Request) (int
 	if early {
 		st.earlyRetries.Add(1)
 	}
+	seq := st.feed.start(id, c.supplier, c.arrival)
 	status := p.serveQuote(c)
 	end := c.end(status, c.cut != nil)
+	budget := int64(-1)
+	if c.hasBudget {
+		budget = c.budgetMs
+	}
+	now := time.Now()
 	st.ids.view(id, func(rec *idRecord) {
 		if rec == c.rec {
-			rec.log.finish(c.entry, time.Now(), status, end)
+			rec.log.finish(c.entry, now, status, end)
+			if c.entry >= 0 {
+				rec.log.entries[c.entry].budgetMs = budget
+			}
 		}
 	})
+	st.feed.finish(seq, now, status, end, budget, c.retryAfterMs)
 	return status, c.cut
 }
 

@@ -95,6 +95,8 @@ type supplierCall struct {
 	cut       net.Conn  // set by resetFirst: the hijacked connection to close with an RST
 	rec       *idRecord // this ID's record, as logged on arrival
 	entry     int       // this attempt's index in rec's log (-1: not logged)
+	// retryAfterMs is the Retry-After-Ms this call's 429 gave (0: none).
+	retryAfterMs int64
 }
 
 // answerQuote writes the catalog quote.
@@ -180,6 +182,7 @@ func limitRate(p *Provider, c *supplierCall) int {
 		return 0
 	}
 	ms := int64((wait + time.Millisecond - 1) / time.Millisecond) // round up: never too early
+	c.retryAfterMs = ms
 	if c.id != "" {
 		back := c.arrival.Add(time.Duration(ms) * time.Millisecond)
 		c.st.ids.view(c.id, func(rec *idRecord) {

@@ -72,15 +72,17 @@ func Start(opts Options, addr, blackholeAddr string) (*Server, error) {
 	return s, nil
 }
 
-// Shutdown stops accepting connections, closes the blackhole, and waits for
-// in-flight requests until ctx ends; then it cuts the remaining ones (their
-// handlers see their context cancelled) and returns ctx's error. It returns
-// nil when every request finished in time.
+// Shutdown stops accepting connections, closes the blackhole, ends the
+// dashboard streams, and waits for in-flight requests until ctx ends; then
+// it cuts the remaining ones (their handlers see their context cancelled)
+// and returns ctx's error. It returns nil when every request finished in
+// time.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var bhErr error
 	if s.blackhole != nil {
 		bhErr = s.blackhole.Close()
 	}
+	s.Provider.CloseStreams() // a dashboard's stream never goes idle by itself
 	err := s.http.Shutdown(ctx)
 	s.cancel() // ends the handlers still waiting, if the grace ran out
 	if err != nil {

@@ -18,6 +18,9 @@ type state struct {
 	seen     *keyTable[int64]         // scenario+request ID → requests seen (flaky, reset)
 	partners *keyTable[partnerRecord] // partner key → /call count and the log of calls
 	ids      *keyTable[idRecord]      // request ID → attempts per supplier and their log
+	feed     *attemptFeed             // the last FeedSize attempts with an ID, for /stats/stream
+
+	supplierPeak [len(Suppliers)]atomic.Int64 // peak of Provider.supplierActive per supplier
 
 	window rateWindowLog // ratelimited: boreal's admissions in the last 200 ms
 
@@ -53,6 +56,7 @@ func (p *Provider) newState() *state {
 		seen:     newKeyTable[int64](p.maxKeys),
 		partners: newKeyTable[partnerRecord](p.maxKeys),
 		ids:      newKeyTable[idRecord](p.maxKeys),
+		feed:     newAttemptFeed(time.Now()),
 	}
 	if p.blackhole != nil {
 		st.blackholeBase, _ = p.blackhole.synDrops()
@@ -72,6 +76,9 @@ func (p *Provider) Reset() {
 	// state's peak; read active again, after the swap, so the new peak is
 	// never below the gauge.
 	raiseMax(&st.maxActive, p.active.Load())
+	for i := range p.supplierActive {
+		raiseMax(&st.supplierPeak[i], p.supplierActive[i].Load())
+	}
 }
 
 // raiseMax sets peak to v if v is larger (a CAS loop: no lock).

@@ -171,6 +171,9 @@ type Attempt struct {
 	DurationMs float64 `json:"duration_ms"` // arrival to end (so far, while running)
 	// RetryAfterMs is the Retry-After-Ms a 429 gave (omitted otherwise).
 	RetryAfterMs int64 `json:"retry_after_ms,omitempty"`
+	// BudgetMs is the X-Budget-Ms the attempt carried (omitted without one;
+	// recorded when the attempt ends).
+	BudgetMs *int64 `json:"budget_ms,omitempty"`
 }
 
 // requestStats serves GET /stats/requests?id=: attempts per supplier for
@@ -196,6 +199,10 @@ func (p *Provider) requestStats(w http.ResponseWriter, r *http.Request) {
 		for _, e := range rec.log.entries {
 			a := Attempt{Status: int(e.status), End: e.end.String(), RetryAfterMs: e.retryAfterMs}
 			a.ArrivalMs, a.DurationMs = rec.log.entryTimes(e, now)
+			if e.budgetMs >= 0 && e.end != endRunning {
+				b := e.budgetMs
+				a.BudgetMs = &b
+			}
 			lists := [...]*[]Attempt{&out.Log.Atlas, &out.Log.Boreal, &out.Log.Cedar}
 			*lists[e.where] = append(*lists[e.where], a)
 		}

@@ -1,0 +1,152 @@
+package provider
+
+import (
+	"bytes"
+	_ "embed"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// The dashboard: GET /ui serves one self-contained page (HTML, CSS and
+// script in one embedded file; it loads nothing else), and the page follows
+// GET /stats/stream, a Server-Sent Events feed of the lab's counters, the
+// calls in flight per supplier and the recent attempts.
+
+//go:embed dashboard.html
+var dashboardPage []byte
+
+// dashboardCSP forbids the page every network access but its own stream
+// and reset: no CDN, no web font, no image from elsewhere.
+const dashboardCSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; " +
+	"connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// serveDashboard serves GET /ui.
+func serveDashboard(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", dashboardCSP)
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	w.Write(dashboardPage)
+}
+
+// Stream limits.
+const (
+	// MaxStreams is how many /stats/stream connections may be open at
+	// once; one more is refused with 503 too_many_streams.
+	MaxStreams = 8
+	// StreamInterval is how often a stream looks for changes.
+	StreamInterval = 100 * time.Millisecond
+	// streamHeartbeat is the longest a stream stays silent: an unchanged
+	// event is sent again this often, so a page can tell a quiet lab from
+	// a dead feed.
+	streamHeartbeat = time.Second
+	// streamWriteTimeout drops a client that stops reading.
+	streamWriteTimeout = 5 * time.Second
+)
+
+// A StreamEvent is the data of one "stats" event on /stats/stream.
+type StreamEvent struct {
+	// Reset is true on a stream's first event and on the first event after
+	// POST /reset: the receiver forgets the attempts it holds.
+	Reset bool `json:"reset"`
+	// Active is each supplier's requests running now; Peak their most at
+	// once since the last reset (or start).
+	Active PerSupplier `json:"active"`
+	Peak   PerSupplier `json:"peak"`
+	// Stats is what GET /stats answers at the same moment.
+	Stats Stats `json:"stats"`
+	// Attempts are the supplier attempts with an X-Request-ID that started,
+	// ended or are still running since the previous event: at most FeedSize,
+	// in arrival order.
+	Attempts []FeedAttempt `json:"attempts"`
+}
+
+// streamGate counts open streams and ends them all at shutdown.
+type streamGate struct {
+	slots     chan struct{}
+	closing   chan struct{}
+	closeOnce sync.Once
+}
+
+func newStreamGate() streamGate {
+	return streamGate{slots: make(chan struct{}, MaxStreams), closing: make(chan struct{})}
+}
+
+// CloseStreams ends every open /stats/stream and refuses new ones: a
+// server calls it when it starts shutting down, since a stream never goes
+// idle by itself.
+func (p *Provider) CloseStreams() { p.streams.closeOnce.Do(func() { close(p.streams.closing) }) }
+
+// stream serves GET /stats/stream: an event at once, then one whenever
+// something changed (looked at every StreamInterval), and at least one a
+// second.
+func (p *Provider) stream(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-p.streams.closing:
+		writeError(w, http.StatusServiceUnavailable, "shutting_down", "the lab is stopping")
+		return
+	case p.streams.slots <- struct{}{}:
+		defer func() { <-p.streams.slots }()
+	default:
+		writeError(w, http.StatusServiceUnavailable, "too_many_streams",
+			"at most 8 /stats/stream connections at once; close a dashboard tab")
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	ticker := time.NewTicker(StreamInterval)
+	defer ticker.Stop()
+
+	var (
+		st       *state // the state the last event described
+		rev      uint64 // its feed's revision then
+		last     []byte // the last event's data
+		lastSent time.Time
+		buf      bytes.Buffer
+		ev       = StreamEvent{Attempts: make([]FeedAttempt, 0, 16)} // [] rather than null when none
+	)
+	buf.WriteString("retry: 1000\n\n") // reconnect after a second if the feed drops
+	for {
+		now := time.Now()
+		ev.Reset = false
+		if cur := p.state.Load(); cur != st {
+			st, rev, ev.Reset = cur, 0, true
+		}
+		ev.Attempts, rev = st.feed.since(rev, now, ev.Attempts[:0])
+		ev.Active = PerSupplier{p.supplierActive[0].Load(), p.supplierActive[1].Load(), p.supplierActive[2].Load()}
+		ev.Peak = PerSupplier{
+			max(st.supplierPeak[0].Load(), ev.Active.Atlas),
+			max(st.supplierPeak[1].Load(), ev.Active.Boreal),
+			max(st.supplierPeak[2].Load(), ev.Active.Cedar),
+		}
+		ev.Stats = p.Snapshot()
+		data := mustJSON(ev)
+		if ev.Reset || len(ev.Attempts) > 0 || !bytes.Equal(data, last) || now.Sub(lastSent) >= streamHeartbeat {
+			buf.WriteString("event: stats\ndata: ")
+			buf.Write(data[:len(data)-1]) // without mustJSON's newline
+			buf.WriteString("\n\n")
+			rc.SetWriteDeadline(now.Add(streamWriteTimeout))
+			if _, err := w.Write(buf.Bytes()); err != nil {
+				return
+			}
+			if rc.Flush() != nil {
+				return
+			}
+			buf.Reset()
+			last, lastSent = data, now
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-p.streams.closing:
+			return
+		case <-ticker.C:
+		}
+	}
+}
