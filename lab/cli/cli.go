@@ -29,6 +29,8 @@ var commands = map[string]command{
 	"verify":   {"instructor: run the whole course suite", runVerify},
 	"stats":    {"print a running provider lab's counters", runStats},
 	"reset":    {"reset a running provider lab's counters", runReset},
+
+	"waterfall": {"draw one request's attempts, as a running provider lab saw them, as an SVG", runWaterfall},
 }
 
 // Main runs the lab command with args (without the program name) and
