@@ -75,6 +75,37 @@ func newStreamGate() streamGate {
 	return streamGate{slots: make(chan struct{}, MaxStreams), closing: make(chan struct{})}
 }
 
+// A streamCursor is where one stream is: the state and feed revision its
+// last event described, and the event it reuses.
+type streamCursor struct {
+	st  *state
+	rev uint64
+	ev  StreamEvent
+}
+
+// nextEvent fills c.ev with what changed since c's last event and returns
+// its JSON (with mustJSON's newline).
+func (p *Provider) nextEvent(c *streamCursor, now time.Time) []byte {
+	ev := &c.ev
+	if ev.Attempts == nil {
+		ev.Attempts = make([]FeedAttempt, 0, 16) // [] rather than null when none
+	}
+	ev.Reset = false
+	if st := p.state.Load(); st != c.st {
+		c.st, c.rev, ev.Reset = st, 0, true
+	}
+	st := c.st
+	ev.Attempts, c.rev = st.feed.since(c.rev, now, ev.Attempts[:0])
+	ev.Active = PerSupplier{p.supplierActive[0].Load(), p.supplierActive[1].Load(), p.supplierActive[2].Load()}
+	ev.Peak = PerSupplier{
+		max(st.supplierPeak[0].Load(), ev.Active.Atlas),
+		max(st.supplierPeak[1].Load(), ev.Active.Boreal),
+		max(st.supplierPeak[2].Load(), ev.Active.Cedar),
+	}
+	ev.Stats = p.Snapshot()
+	return mustJSON(ev)
+}
+
 // CloseStreams ends every open /stats/stream and refuses new ones: a
 // server calls it when it starts shutting down, since a stream never goes
 // idle by itself.
@@ -104,29 +135,16 @@ func (p *Provider) stream(w http.ResponseWriter, r *http.Request) {
 	defer ticker.Stop()
 
 	var (
-		st       *state // the state the last event described
-		rev      uint64 // its feed's revision then
+		cur      streamCursor
 		last     []byte // the last event's data
 		lastSent time.Time
 		buf      bytes.Buffer
-		ev       = StreamEvent{Attempts: make([]FeedAttempt, 0, 16)} // [] rather than null when none
 	)
 	buf.WriteString("retry: 1000\n\n") // reconnect after a second if the feed drops
 	for {
 		now := time.Now()
-		ev.Reset = false
-		if cur := p.state.Load(); cur != st {
-			st, rev, ev.Reset = cur, 0, true
-		}
-		ev.Attempts, rev = st.feed.since(rev, now, ev.Attempts[:0])
-		ev.Active = PerSupplier{p.supplierActive[0].Load(), p.supplierActive[1].Load(), p.supplierActive[2].Load()}
-		ev.Peak = PerSupplier{
-			max(st.supplierPeak[0].Load(), ev.Active.Atlas),
-			max(st.supplierPeak[1].Load(), ev.Active.Boreal),
-			max(st.supplierPeak[2].Load(), ev.Active.Cedar),
-		}
-		ev.Stats = p.Snapshot()
-		data := mustJSON(ev)
+		data := p.nextEvent(&cur, now)
+		ev := &cur.ev
 		if ev.Reset || len(ev.Attempts) > 0 || !bytes.Equal(data, last) || now.Sub(lastSent) >= streamHeartbeat {
 			buf.WriteString("event: stats\ndata: ")
 			buf.Write(data[:len(data)-1]) // without mustJSON's newline
