@@ -48,8 +48,9 @@
 // Environment of every script: the host's GOCACHE, GOMODCACHE, GOPATH and
 // GOFLAGS (nothing downloads, nothing rebuilds the world; modules resolve
 // from each go.sum), GOPROXY=off, GOTOOLCHAIN=local, GOWORK=off,
-// HOME=$WORK/home, and REPO = the absolute path of the repository root (so
-// scripts can `cd $REPO/checkpoints/13` and `exec go test ./...`).
+// HOME=$WORK/home, REPO = the absolute path of the repository root (so
+// scripts can `cd $REPO/checkpoints/13` and `exec go test ./...`), and
+// CHECKPOINT_TEST_FLAGS (-race when the host sets LAB_CHECKPOINT_RACE=1).
 package testscripts
 
 import (
@@ -190,6 +191,13 @@ func setup(env *testscript.Env) error {
 		env.Setenv("USERPROFILE", home)
 	}
 	env.Setenv("REPO", repo)
+	// The checkpoint_NN scripts run each checkpoint's suite; CI asks for
+	// the race detector there (LAB_CHECKPOINT_RACE=1), so it runs once.
+	flags := "-vet=off" // vet ran just before, in the script
+	if os.Getenv("LAB_CHECKPOINT_RACE") == "1" {
+		flags = "-race"
+	}
+	env.Setenv("CHECKPOINT_TEST_FLAGS", flags)
 	return nil
 }
 
