@@ -23,6 +23,10 @@
 //	    lessons/NN/exercise. Outside a git checkout it copies the working
 //	    tree's files and says so.
 //
+//	[!] alive PIDFILE
+//	    Succeeds if the process whose pid PIDFILE holds still runs (a zombie
+//	    counts as gone), after letting a kill land for up to a second.
+//
 //	freeport VAR
 //	    Sets $VAR to a port number that was free on 127.0.0.1 a moment ago.
 //
@@ -97,6 +101,7 @@ func TestScripts(t *testing.T) {
 			"waitport": cmdWaitport,
 			"http":     cmdHTTP,
 			"starter":  cmdStarter,
+			"alive":    cmdAlive,
 		},
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
@@ -223,6 +228,31 @@ func cmdProvider(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("PROVIDER_URL", srv.URL)
 	ts.Setenv("PROVIDER_ADDR", srv.Addr)
 	ts.Setenv("BLACKHOLE_ADDR", srv.BlackholeAddr)
+}
+
+// cmdAlive checks whether the process in a pid file still runs.
+func cmdAlive(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: [!] alive PIDFILE")
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	ts.Check(err)
+	deadline := time.Now().Add(time.Second)
+	for {
+		up := processRuns(pid)
+		switch {
+		case up && !neg, !up && neg:
+			return
+		case time.Now().After(deadline):
+			if neg {
+				ts.Fatalf("process %d still runs", pid)
+			}
+			ts.Fatalf("process %d does not run", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // cmdStarter writes an exercise's committed starter into a directory.
