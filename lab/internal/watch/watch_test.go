@@ -1,0 +1,120 @@
+package watch
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func start(t *testing.T, dir string, poll bool) *Watcher {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := Start(ctx, Options{Dir: dir, Poll: poll, Interval: 50 * time.Millisecond,
+		Match: func(rel string) bool { return strings.HasSuffix(rel, ".go") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	if !poll && w.Mode != Events {
+		t.Skipf("no file events here: %v", w.Fallback)
+	}
+	return w
+}
+
+func signalled(w *Watcher, within time.Duration) bool {
+	select {
+	case <-w.C:
+		return true
+	case <-time.After(within):
+		return false
+	}
+}
+
+func writeFile(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Polling sees an edit that keeps the size and the modification time:
+// the content hash differs.
+func TestPollSeesSameSizeSameTimeEdit(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "main.go")
+	writeFile(t, f, "package main // aaaa\n")
+	st, err := os.Stat(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := start(t, dir, true)
+	writeFile(t, f, "package main // bbbb\n")
+	if err := os.Chtimes(f, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if !signalled(w, 5*time.Second) {
+		t.Fatal("no change seen for new content of the same size and time")
+	}
+}
+
+// Only matching files count; a new folder's files do, in both modes.
+func TestMatchAndNewFolders(t *testing.T) {
+	for _, poll := range []bool{true, false} {
+		name := map[bool]string{true: "poll", false: "events"}[poll]
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, "main.go"), "package main\n")
+			w := start(t, dir, poll)
+			writeFile(t, filepath.Join(dir, "notes.txt"), "not Go")
+			writeFile(t, filepath.Join(dir, ".git", "x.go"), "hidden folder")
+			if signalled(w, 500*time.Millisecond) {
+				t.Fatal("a change to files that do not match was reported")
+			}
+			writeFile(t, filepath.Join(dir, "probe", "main.go"), "package main\n")
+			if !signalled(w, 5*time.Second) {
+				t.Fatal("a Go file in a new folder was not seen")
+			}
+			writeFile(t, filepath.Join(dir, "probe", "main.go"), "package main // edited\n")
+			if !signalled(w, 5*time.Second) {
+				t.Fatal("an edit in the new folder was not seen")
+			}
+		})
+	}
+}
+
+// A burst of writes is one signal, sent after the burst.
+func TestBurstIsOneSignal(t *testing.T) {
+	for _, poll := range []bool{true, false} {
+		name := map[bool]string{true: "poll", false: "events"}[poll]
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			f := filepath.Join(dir, "main.go")
+			writeFile(t, f, "package main\n")
+			w := start(t, dir, poll)
+			var end time.Time
+			for i := range 20 {
+				writeFile(t, f, "package main // "+strings.Repeat("x", i)+"\n")
+				end = time.Now()
+				time.Sleep(4 * time.Millisecond)
+			}
+			select {
+			case <-w.C:
+				if time.Now().Before(end.Add(Quiet)) {
+					t.Fatal("signalled before the burst had been quiet for Quiet")
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("no signal for the burst")
+			}
+			if signalled(w, 3*Quiet+100*time.Millisecond) {
+				t.Fatal("a second signal for one burst")
+			}
+		})
+	}
+}
