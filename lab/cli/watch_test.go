@@ -39,3 +39,10 @@ func TestWatchUsage(t *testing.T) {
 		}
 	}
 }
+
+func TestHelpListsWatch(t *testing.T) {
+	var stdout, stderr strings.Builder
+	if code := Main([]string{"help"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "\n  watch     check an exercise again on every save") {
+		t.Fatalf("lab help: exit %d, output %q; want watch listed", code, stdout.String())
+	}
+}
