@@ -142,9 +142,12 @@ func debounce(ctx context.Context, raw <-chan struct{}, out chan<- struct{}) {
 	}
 }
 
+// newWatcher makes the file-event watcher; a test makes it fail.
+var newWatcher = fsnotify.NewWatcher
+
 // newEvents sets up file events on dir and every folder under it.
 func newEvents(dir string) (*fsnotify.Watcher, error) {
-	fw, err := fsnotify.NewWatcher()
+	fw, err := newWatcher()
 	if err != nil {
 		return nil, fmt.Errorf("file events: %w", err)
 	}

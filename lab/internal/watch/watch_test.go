@@ -2,11 +2,14 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 )
 
 func start(t *testing.T, dir string, poll bool) *Watcher {
@@ -116,5 +119,29 @@ func TestBurstIsOneSignal(t *testing.T) {
 				t.Fatal("a second signal for one burst")
 			}
 		})
+	}
+}
+
+// Where file events cannot be set up, polling takes over and says why.
+func TestFallsBackToPolling(t *testing.T) {
+	saved := newWatcher
+	t.Cleanup(func() { newWatcher = saved })
+	newWatcher = func() (*fsnotify.Watcher, error) { return nil, errors.New("too many open files") }
+	dir := t.TempDir()
+	f := filepath.Join(dir, "main.go")
+	writeFile(t, f, "package main\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w2, err := Start(ctx, Options{Dir: dir, Interval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	if w2.Mode != Poll || w2.Fallback == nil || !strings.Contains(w2.Fallback.Error(), "too many open files") {
+		t.Fatalf("mode %s, fallback %v; want poll, saying why", w2.Mode, w2.Fallback)
+	}
+	writeFile(t, f, "package main // edited\n")
+	if !signalled(w2, 5*time.Second) {
+		t.Fatal("the fallback saw no change")
 	}
 }
