@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/watch"
 )
 
 // These tests run the real `lab watch` binary in the background on a copy
@@ -149,6 +150,38 @@ func (p *watchProc) quiet(re *regexp.Regexp, d time.Duration) {
 			return
 		}
 	}
+}
+
+// count is how many lines seen so far match re.
+func (p *watchProc) count(re *regexp.Regexp) int {
+	n := 0
+	for _, l := range p.seen {
+		if re.MatchString(l.text) {
+			n++
+		}
+	}
+	return n
+}
+
+// settle reads lines until every run has ended and nothing was printed for
+// 2 s.
+func (p *watchProc) settle() {
+	p.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				return
+			}
+			p.seen = append(p.seen, l)
+		case <-time.After(2 * time.Second):
+			if p.count(runHeader) == p.count(verdict) {
+				return
+			}
+		}
+	}
+	p.t.Fatal("the runs did not end within 2 minutes")
 }
 
 // interrupt sends SIGINT (Ctrl-C) and returns the exit code.
@@ -362,23 +395,40 @@ func TestWatchBurstIsOneRun(t *testing.T) {
 			}
 			p.waitLine(regexp.MustCompile(`^verdict: PASSED`), 2*time.Minute)
 
-			begin := time.Now()
+			// 20 writes, 2 ms apart. On a machine so busy that two writes end
+			// up Quiet apart they are two bursts, and "one run" does not
+			// apply: let the runs finish and try again.
+			var before int
 			var end time.Time
-			for i := range 20 {
-				end = write(t, main, good, fmt.Sprintf("save %d", i))
-				time.Sleep(4 * time.Millisecond)
+			for attempt := 1; ; attempt++ {
+				before = p.count(runHeader)
+				begin, last, gap := time.Now(), time.Now(), time.Duration(0)
+				for i := range 20 {
+					now := write(t, main, good, fmt.Sprintf("attempt %d save %d", attempt, i))
+					gap, last = max(gap, now.Sub(last)), now
+					time.Sleep(2 * time.Millisecond)
+				}
+				t.Logf("20 writes in %v, at most %v apart", last.Sub(begin).Round(time.Millisecond), gap.Round(time.Millisecond))
+				if gap < watch.Quiet/2 {
+					end = last
+					break
+				}
+				if attempt == 3 {
+					t.Skipf("the machine is too busy to write a burst: writes %v apart", gap)
+				}
+				p.settle()
 			}
-			t.Logf("20 writes in %v", end.Sub(begin).Round(time.Millisecond))
 			h := p.waitLine(runHeader, 10*time.Second)
 			if h.at.Before(end) {
-				t.Fatalf("run 2 started %v before the burst ended: not debounced", end.Sub(h.at))
+				t.Fatalf("a run started %v before the burst ended: not debounced", end.Sub(h.at))
 			}
 			p.waitLine(verdict, 2*time.Minute)
-			p.quiet(regexp.MustCompile(`^── E12 · run [4-9]`), 3*time.Second)
+			p.settle() // a queued run, if any
+			p.quiet(runHeader, 2*time.Second)
 			if code := p.interrupt(); code != 0 {
 				t.Fatalf("Ctrl-C: exit %d, want 0", code)
 			}
-			after := p.runs() - 1
+			after := p.runs() - before
 			t.Logf("%s: %d run(s) after the burst", mode, after)
 			if after < 1 || after > 2 {
 				t.Fatalf("%d runs after the burst, want 1 (at most 1 more queued)", after)
@@ -443,15 +493,18 @@ func TestWatchSavesDuringARunQueueOne(t *testing.T) {
 	bin := buildLab(t, root)
 	dir := t.TempDir()
 	main, pids := filepath.Join(dir, "main.go"), filepath.Join(t.TempDir(), "pids")
-	slow := []byte(strings.Replace(slowAnswer, "SLEEP", "2*time.Second", 1))
+	slow := []byte(strings.Replace(slowAnswer, "SLEEP", "4*time.Second", 1))
 	write(t, main, slow, "")
 	p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + t.TempDir(), "WATCH_TEST_PIDS=" + pids}, "E12", "--poll", "--answer", dir)
 	waitPids(t, pids) // run 1 is running the answer
+	var saved time.Time
 	for i := range 3 {
-		write(t, main, slow, fmt.Sprintf("save %d", i))
+		saved = write(t, main, slow, fmt.Sprintf("save %d", i))
 		time.Sleep(250 * time.Millisecond) // three separate changes, each debounced on its own
 	}
-	p.waitLine(verdict, time.Minute) // FAILED, or INCONCLUSIVE on a busy machine
+	if v := p.waitLine(verdict, time.Minute); v.at.Before(saved) { // FAILED, or INCONCLUSIVE on a busy machine
+		t.Skipf("the machine is so busy that run 1 ended before the third save")
+	}
 	p.waitLine(regexp.MustCompile(`^── E12 · run 2 · `), 10*time.Second)
 	p.waitLine(verdict, time.Minute) // FAILED, or INCONCLUSIVE on a busy machine
 	p.quiet(runHeader, 3*time.Second)
