@@ -3,6 +3,7 @@ module quoteflowlab.dev
 go 1.26.0
 
 require (
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/gorilla/mux v1.8.1
 	github.com/rogpeppe/go-internal v1.16.0
 	go.etcd.io/bbolt v1.4.3
@@ -14,7 +15,7 @@ require (
 
 require (
 	golang.org/x/sync v0.25.0 // indirect
-	golang.org/x/sys v0.29.0 // indirect
+	golang.org/x/sys v0.29.0
 	golang.org/x/tools v0.26.0 // indirect
 	quoteflowlab.dev/checkpoints/16 v0.0.0
 )

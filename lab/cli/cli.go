@@ -29,6 +29,7 @@ var commands = map[string]command{
 	"verify":   {"instructor: run the whole course suite", runVerify},
 	"stats":    {"print a running provider lab's counters", runStats},
 	"reset":    {"reset a running provider lab's counters", runReset},
+	"watch":    {"check an exercise again on every save (file events, or --poll)", runWatch},
 }
 
 // Main runs the lab command with args (without the program name) and
