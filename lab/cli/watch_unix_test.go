@@ -284,6 +284,7 @@ func TestWatchWeakThenGood(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and checks E12 three times")
 	}
+	t.Parallel() // each watches its own folder with its own lab process
 	root := repoRoot(t)
 	bin := buildLab(t, root)
 	good, err := os.ReadFile(filepath.Join(root, "lessons/13/answer_previous/main.go"))
@@ -321,7 +322,7 @@ func TestWatchWeakThenGood(t *testing.T) {
 			p.waitLine(regexp.MustCompile(`^── E12 · run 3 · .* · last run: FAILED in `), 10*time.Second)
 			p.waitLine(regexp.MustCompile(`^verdict: PASSED: `), 2*time.Minute)
 			p.waitLine(regexp.MustCompile(`^next: E13 · .* run `+"`lab watch E13`"), 10*time.Second)
-			p.quiet(runHeader, 3*time.Second) // nothing changed: no run
+			p.quiet(runHeader, 1500*time.Millisecond) // nothing changed: no run
 
 			// The time from a save to the first line of the report, against
 			// lab check itself on the same answer; every sample is content
@@ -334,7 +335,7 @@ func TestWatchWeakThenGood(t *testing.T) {
 				p.waitLine(regexp.MustCompile(`^verdict: PASSED: `), 10*time.Second)
 				watchTook = append(watchTook, first.at.Sub(saved))
 			}
-			p.quiet(runHeader, 3*time.Second)
+			p.quiet(runHeader, 1500*time.Millisecond)
 			if code := p.interrupt(); code != 0 {
 				t.Fatalf("Ctrl-C: exit %d, want 0", code)
 			}
@@ -374,6 +375,7 @@ func TestWatchBurstIsOneRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and checks E12")
 	}
+	t.Parallel() // each watches its own folder with its own lab process
 	root := repoRoot(t)
 	bin := buildLab(t, root)
 	good, err := os.ReadFile(filepath.Join(root, "lessons/13/answer_previous/main.go"))
@@ -489,11 +491,12 @@ func TestWatchSavesDuringARunQueueOne(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and checks E12")
 	}
+	t.Parallel() // each watches its own folder with its own lab process
 	root := repoRoot(t)
 	bin := buildLab(t, root)
 	dir := t.TempDir()
 	main, pids := filepath.Join(dir, "main.go"), filepath.Join(t.TempDir(), "pids")
-	slow := []byte(strings.Replace(slowAnswer, "SLEEP", "4*time.Second", 1))
+	slow := []byte(strings.Replace(slowAnswer, "SLEEP", "3*time.Second", 1))
 	write(t, main, slow, "")
 	p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + t.TempDir(), "WATCH_TEST_PIDS=" + pids}, "E12", "--poll", "--answer", dir)
 	waitPids(t, pids) // run 1 is running the answer
@@ -507,7 +510,7 @@ func TestWatchSavesDuringARunQueueOne(t *testing.T) {
 	}
 	p.waitLine(regexp.MustCompile(`^── E12 · run 2 · `), 10*time.Second)
 	p.waitLine(verdict, time.Minute) // FAILED, or INCONCLUSIVE on a busy machine
-	p.quiet(runHeader, 3*time.Second)
+	p.quiet(runHeader, 2*time.Second)
 	if code := p.interrupt(); code != 0 {
 		t.Fatalf("Ctrl-C: exit %d, want 0", code)
 	}
@@ -522,6 +525,7 @@ func TestWatchInterruptKillsTheRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds E12's answer")
 	}
+	t.Parallel() // each watches its own folder with its own lab process
 	root := repoRoot(t)
 	bin := buildLab(t, root)
 	dir := t.TempDir()
