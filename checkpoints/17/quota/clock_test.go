@@ -1,0 +1,37 @@
+package quota_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+
+	"quoteflowlab.dev/checkpoints/17/quota"
+)
+
+// A unit test of the lease scripts on an embedded stand-in whose clock the
+// test sets: leases expire by Redis's clock, not by the processes' own. The
+// stand-in's clock jumps a TTL ahead while no real time passes, and the dead
+// process's slots are free at once.
+func TestLeasesExpireByRedisClock(t *testing.T) {
+	m := miniredis.RunT(t)
+	base := time.Now().Add(time.Hour) // an hour ahead of every process here
+	m.SetTime(base)
+	const ttl = time.Second
+	qs := processes(t, "redis://"+m.Addr(), 2, quota.RedisConfig{Limit: 6, TTL: ttl})
+	holdN(t, qs[0], 6)
+	qs[0].Close() // killed
+	if tryAcquire(t, qs[1], 30*time.Millisecond) {
+		t.Fatal("a slot was free while the dead process's leases were live on Redis's clock")
+	}
+	m.SetTime(base.Add(ttl + time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for i := range 6 {
+		if _, err := qs[1].Acquire(ctx); err != nil {
+			t.Fatalf("after Redis's clock passed the TTL only %d slots came free: %v", i, err)
+		}
+	}
+	qs[1].Close()
+}

@@ -1,0 +1,136 @@
+package quota_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"quoteflowlab.dev/checkpoints/17/internal/redistest"
+	"quoteflowlab.dev/checkpoints/17/quota"
+)
+
+// processes returns n Redis quotas on url, each with its own client: n
+// processes sharing one quota. Cleanup closes each quota, then its client.
+func processes(t testing.TB, url string, n int, cfg quota.RedisConfig) []*quota.Redis {
+	t.Helper()
+	qs := make([]*quota.Redis, n)
+	for i := range qs {
+		rdb := client(t, url)
+		q, err := quota.NewRedis(rdb, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(q.Close) // runs before the client's Close (cleanups run last-in first-out)
+		qs[i] = q
+	}
+	return qs
+}
+
+func client(t testing.TB, url string) *redis.Client {
+	t.Helper()
+	rdb, err := quota.NewClient(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+func startRedis(t testing.TB) *redistest.Server { return redistest.Start(t) }
+
+// gauge counts calls in flight and remembers the most at once.
+type gauge struct{ now, peak atomic.Int64 }
+
+func (g *gauge) enter() {
+	n := g.now.Add(1)
+	for p := g.peak.Load(); n > p && !g.peak.CompareAndSwap(p, n); p = g.peak.Load() {
+	}
+}
+
+func (g *gauge) leave() { g.now.Add(-1) }
+
+// hammer runs workers goroutines on each quota until ctx ends, each taking a
+// slot, holding it for hold, and giving it back; g sees every slot held.
+// It returns how many acquisitions succeeded and the first unexpected error.
+func hammer(ctx context.Context, qs []quota.Quota, workers int, hold time.Duration, g *gauge) (int64, error) {
+	var wg sync.WaitGroup
+	var admitted atomic.Int64
+	var firstErr error
+	var once sync.Once
+	for _, q := range qs {
+		for range workers {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					release, err := q.Acquire(ctx)
+					if err != nil {
+						if ctx.Err() == nil {
+							once.Do(func() { firstErr = err })
+						}
+						return
+					}
+					g.enter()
+					admitted.Add(1)
+					t := time.NewTimer(hold)
+					select {
+					case <-t.C:
+					case <-ctx.Done():
+						t.Stop()
+					}
+					g.leave()
+					release()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return admitted.Load(), firstErr
+}
+
+func asQuotas[Q quota.Quota](qs []Q) []quota.Quota {
+	out := make([]quota.Quota, len(qs))
+	for i, q := range qs {
+		out[i] = q
+	}
+	return out
+}
+
+// holdN takes n slots of q (capped wait) and returns a function releasing them all.
+func holdN(t *testing.T, q quota.Quota, n int) func() {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var releases []func()
+	for range n {
+		release, err := q.Acquire(ctx)
+		if err != nil {
+			t.Fatalf("holding %d slots: %v", n, err)
+		}
+		releases = append(releases, release)
+	}
+	return func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+}
+
+// tryAcquire tries once, briefly: true if a slot was free (it is given back).
+func tryAcquire(t *testing.T, q quota.Quota, wait time.Duration) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	release, err := q.Acquire(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	release()
+	return true
+}
