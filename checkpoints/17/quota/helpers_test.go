@@ -66,8 +66,7 @@ func hammer(ctx context.Context, qs []quota.Quota, workers int, hold time.Durati
 		for range workers {
 			wg.Go(func() {
 				for ctx.Err() == nil {
-					release, err := q.Acquire(ctx)
-					if err != nil {
+					if err := q.Acquire(ctx); err != nil {
 						if ctx.Err() == nil {
 							once.Do(func() { firstErr = err })
 						}
@@ -82,7 +81,7 @@ func hammer(ctx context.Context, qs []quota.Quota, workers int, hold time.Durati
 						t.Stop()
 					}
 					g.leave()
-					release()
+					q.Release()
 				}
 			})
 		}
@@ -104,17 +103,14 @@ func holdN(t *testing.T, q quota.Quota, n int) func() {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var releases []func()
 	for range n {
-		release, err := q.Acquire(ctx)
-		if err != nil {
+		if err := q.Acquire(ctx); err != nil {
 			t.Fatalf("holding %d slots: %v", n, err)
 		}
-		releases = append(releases, release)
 	}
 	return func() {
-		for _, r := range releases {
-			r()
+		for range n {
+			q.Release()
 		}
 	}
 }
@@ -124,13 +120,13 @@ func tryAcquire(t *testing.T, q quota.Quota, wait time.Duration) bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	release, err := q.Acquire(ctx)
+	err := q.Acquire(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
-	release()
+	q.Release()
 	return true
 }

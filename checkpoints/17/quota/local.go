@@ -37,12 +37,10 @@ func NewLocal(limit int, rate Rate) (*Local, error) {
 }
 
 // Acquire takes a slot of the semaphore, waiting in line until ctx ends.
-func (l *Local) Acquire(ctx context.Context) (func(), error) {
-	if err := l.sem.Acquire(ctx, 1); err != nil {
-		return nil, err
-	}
-	return sync.OnceFunc(func() { l.sem.Release(1) }), nil
-}
+func (l *Local) Acquire(ctx context.Context) error { return l.sem.Acquire(ctx, 1) }
+
+// Release gives a slot back; it panics without a matching Acquire.
+func (l *Local) Release() { l.sem.Release(1) }
 
 // Wait admits one call to key within the rate (see Quota).
 func (l *Local) Wait(ctx context.Context, key string) error {

@@ -18,12 +18,15 @@ import (
 )
 
 // Quota is what a service asks before each supplier call: Acquire a slot,
-// Wait for the supplier's rate, make the call, release the slot.
+// Wait for the supplier's rate, make the call, Release the slot. Its
+// Acquire and Release are those of a fanout.Limiter.
 type Quota interface {
 	// Acquire takes one concurrency slot, waiting for one to be free or for
-	// ctx to end (then ctx's error). release gives the slot back; calling it
-	// again does nothing.
-	Acquire(ctx context.Context) (release func(), err error)
+	// ctx to end (then ctx's error, and nothing is held).
+	Acquire(ctx context.Context) error
+	// Release gives back a slot taken by Acquire; every successful Acquire
+	// is paired with one Release.
+	Release()
 	// Wait returns nil when one more call to key fits in key's rate. When
 	// the first free moment is past ctx's deadline it returns ErrRateLimited
 	// at once; when ctx ends first, ctx's error.

@@ -153,19 +153,16 @@ func NewClient(url string) (*redis.Client, error) {
 
 // Acquire takes a lease (see Quota). While the quota is full it tries again
 // after a jittered pause, until ctx ends; waiting in line is paid from ctx's
-// deadline like the call itself. The lease is renewed until release.
-func (q *Redis) Acquire(ctx context.Context) (func(), error) {
+// deadline like the call itself. The lease is renewed until Release.
+func (q *Redis) Acquire(ctx context.Context) error {
 	id := q.newID()
 	for {
 		ok, err := q.tryAcquire(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return sync.OnceFunc(func() { q.release(id) }), nil
+		if err != nil || ok {
+			return err
 		}
 		if err := sleep(ctx, jitter(q.poll)); err != nil {
-			return nil, err
+			return err
 		}
 	}
 }
@@ -195,15 +192,23 @@ func (q *Redis) tryAcquire(ctx context.Context, id string) (bool, error) {
 	return admitted, nil
 }
 
-// release gives lease id back. It waits for a renewal in flight, which might
-// otherwise add the lease back after it was removed. If Redis cannot be
-// reached the lease expires by itself within the TTL.
-func (q *Redis) release(id string) {
+// Release gives back one of the leases this process holds (they are all
+// alike); it panics when none is held. It waits for a renewal in flight,
+// which might otherwise add the lease back after it was removed. If Redis
+// cannot be reached the lease expires by itself within the TTL.
+func (q *Redis) Release() {
 	q.renewing.Lock()
 	q.mu.Lock()
+	var id string
+	for id = range q.held {
+		break
+	}
 	delete(q.held, id)
 	q.mu.Unlock()
 	q.renewing.Unlock()
+	if id == "" {
+		panic("quota: Release without a matching Acquire")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
 	defer cancel()
 	q.rdb.ZRem(ctx, q.leases, id)
