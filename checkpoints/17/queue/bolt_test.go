@@ -1,0 +1,162 @@
+package queue
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// clock is a test's hand-moved time.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time          { return c.t }
+func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
+
+// openQueue opens path as a Bolt queue on clk; the file is closed at cleanup.
+func openQueue(t *testing.T, path string, clk *clock) (*Bolt, *bolt.DB) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	q, err := NewBolt(db, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.now = clk.now
+	return q, db
+}
+
+func newQueue(t *testing.T) (*Bolt, *clock) {
+	clk := &clock{t: time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)}
+	q, _ := openQueue(t, filepath.Join(t.TempDir(), "q.db"), clk)
+	return q, clk
+}
+
+func ids(jobs []Job) []string {
+	var s []string
+	for _, j := range jobs {
+		s = append(s, j.ID)
+	}
+	return s
+}
+
+func wantCounts(t *testing.T, q Queue, want Counts) {
+	t.Helper()
+	got, err := q.Counts(context.Background())
+	if err != nil || got != want {
+		t.Errorf("Counts = %+v, %v; want %+v", got, err, want)
+	}
+}
+
+func TestAJobSurvivesReopeningTheFile(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Now()}
+	path := filepath.Join(t.TempDir(), "q.db")
+	q, db := openQueue(t, path, clk)
+	if err := q.Enqueue(ctx, Job{ID: "b1/0/boreal", Body: []byte(`{"sku":"KB-001"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close() // what a restart does; kill -9 skips even this, and bbolt has synced already
+
+	q2, _ := openQueue(t, path, clk)
+	jobs, err := q2.Lease(ctx, 10, time.Second)
+	if err != nil || len(jobs) != 1 || jobs[0].ID != "b1/0/boreal" || string(jobs[0].Body) != `{"sku":"KB-001"}` {
+		t.Fatalf("after reopening, Lease = %+v, %v; want the job enqueued before", jobs, err)
+	}
+}
+
+func TestAnExpiredLeaseIsDeliveredAgain(t *testing.T) {
+	ctx := context.Background()
+	q, clk := newQueue(t)
+	q.Enqueue(ctx, Job{ID: "a"}, Job{ID: "b"})
+	first, _ := q.Lease(ctx, 1, 10*time.Second)
+	if len(first) != 1 || first[0].Tries != 1 {
+		t.Fatalf("Lease(1) = %+v, want one job on its first try", first)
+	}
+	wantCounts(t, q, Counts{Pending: 1, Leased: 1})
+	clk.advance(9 * time.Second)
+	if again, _ := q.Lease(ctx, 10, 10*time.Second); len(again) != 1 || again[0].ID == first[0].ID {
+		t.Errorf("before the lease expired, Lease = %v; want only the other job", ids(again))
+	}
+	clk.advance(2 * time.Second) // the first worker died: its lease ran out
+	again, _ := q.Lease(ctx, 10, 10*time.Second)
+	if len(again) != 1 || again[0].ID != first[0].ID || again[0].Tries != 2 {
+		t.Errorf("after the lease expired, Lease = %+v; want %s again on try 2", again, first[0].ID)
+	}
+}
+
+func TestEnqueueAndCompleteAreIdempotent(t *testing.T) {
+	ctx := context.Background()
+	q, _ := newQueue(t)
+	q.Enqueue(ctx, Job{ID: "a"})
+	q.Enqueue(ctx, Job{ID: "a"}) // the same cut-off call written twice
+	jobs, _ := q.Lease(ctx, 10, time.Second)
+	if len(jobs) != 1 {
+		t.Fatalf("two enqueues of one ID gave %d deliveries, want 1", len(jobs))
+	}
+	if err := q.Complete(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	q.Complete(ctx, "a")
+	q.Enqueue(ctx, Job{ID: "a"}) // and once more after it is done
+	if jobs, _ := q.Lease(ctx, 10, time.Second); len(jobs) != 0 {
+		t.Errorf("a done job was delivered again: %v", ids(jobs))
+	}
+	if dead, err := q.Fail(ctx, "a", "timeout", 0); dead || err != nil {
+		t.Errorf("a late Fail of a done job = %v, %v; want no change", dead, err)
+	}
+	wantCounts(t, q, Counts{Done: 1})
+}
+
+func TestAJobIsDeadAfterFiveTries(t *testing.T) {
+	ctx := context.Background()
+	q, clk := newQueue(t)
+	q.Enqueue(ctx, Job{ID: "a"})
+	for try := 1; try <= 5; try++ {
+		jobs, _ := q.Lease(ctx, 10, time.Second)
+		if len(jobs) != 1 || jobs[0].Tries != try {
+			t.Fatalf("try %d: Lease = %+v", try, jobs)
+		}
+		dead, err := q.Fail(ctx, "a", "http_503", 100*time.Millisecond)
+		if err != nil || dead != (try == 5) {
+			t.Fatalf("try %d: Fail = %v, %v; want dead only on the fifth", try, dead, err)
+		}
+		if jobs, _ := q.Lease(ctx, 10, time.Second); len(jobs) != 0 {
+			t.Fatalf("try %d: delivered again before its retry delay", try)
+		}
+		clk.advance(100 * time.Millisecond)
+	}
+	if jobs, _ := q.Lease(ctx, 10, time.Second); len(jobs) != 0 {
+		t.Errorf("a dead job was delivered: %+v", jobs)
+	}
+	if j, _ := q.Get("a"); j.State != Dead || j.LastReason != "http_503" {
+		t.Errorf("job = %+v, want dead with its last reason http_503", j)
+	}
+	wantCounts(t, q, Counts{Dead: 1})
+}
+
+func TestALeaseThatExpiresOnTheLastTryIsDead(t *testing.T) {
+	ctx := context.Background()
+	q, clk := newQueue(t)
+	q.Enqueue(ctx, Job{ID: "a"})
+	for range 5 {
+		if jobs, _ := q.Lease(ctx, 1, time.Second); len(jobs) != 1 {
+			t.Fatal("not delivered")
+		}
+		clk.advance(2 * time.Second) // the worker dies each time
+	}
+	if jobs, _ := q.Lease(ctx, 1, time.Second); len(jobs) != 0 {
+		t.Errorf("delivered a sixth time")
+	}
+	if j, _ := q.Get("a"); j.State != Dead || j.LastReason != "lease_expired" {
+		t.Errorf("job = %+v, want dead, lease_expired", j)
+	}
+}
