@@ -92,7 +92,7 @@ func TestStreamDeadConsumersJobIsClaimed(t *testing.T) {
 		t.Fatalf("the other process got %v while the first one's lease ran", got)
 	}
 	var got []Job
-	for len(got) < 2 && ctx.Err() == nil {
+	for len(got) < 2 && time.Since(leasedAt) < 10*visibility {
 		jobs, err := qs[1].Lease(ctx, 10, visibility)
 		if err != nil {
 			t.Fatal(err)
@@ -135,6 +135,9 @@ func TestStreamFailRetryAndDead(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 			jobs, _ = q.Lease(ctx, 1, time.Minute)
 		}
+		if len(jobs) == 0 {
+			t.Fatalf("try %d: never delivered again", try)
+		}
 		if jobs[0].ID != "f" || jobs[0].Tries != try {
 			t.Fatalf("try %d: leased %+v", try, jobs[0])
 		}
@@ -159,6 +162,9 @@ func TestStreamFailRetryAndDead(t *testing.T) {
 		for len(jobs) == 0 && ctx.Err() == nil {
 			jobs, _ = q.Lease(ctx, 1, 30*time.Millisecond)
 			time.Sleep(10 * time.Millisecond)
+		}
+		if len(jobs) == 0 {
+			t.Fatalf("lease %d: never delivered again", try)
 		}
 		if jobs[0].ID != "e" || jobs[0].Tries != try {
 			t.Fatalf("lease %d: %+v", try, jobs[0])
