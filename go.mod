@@ -3,6 +3,7 @@ module quoteflowlab.dev
 go 1.26.0
 
 require (
+	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/gorilla/mux v1.8.1
 	github.com/rogpeppe/go-internal v1.16.0
 	go.uber.org/goleak v1.3.0
@@ -10,6 +11,8 @@ require (
 	quoteflowlab.dev/checkpoints/13 v0.0.0
 	quoteflowlab.dev/checkpoints/14 v0.0.0
 )
+
+require github.com/yuin/gopher-lua v1.1.1 // indirect
 
 require (
 	golang.org/x/sync v0.25.0 // indirect
