@@ -230,4 +230,3 @@ func TestStreamDrainsFromEveryProcess(t *testing.T) {
 	wantCounts(t, qs[2], Counts{Done: 60})
 	t.Logf("jobs done per process: %v", byProcess)
 }
-

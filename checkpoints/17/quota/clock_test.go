@@ -35,3 +35,22 @@ func TestLeasesExpireByRedisClock(t *testing.T) {
 	}
 	qs[1].Close()
 }
+
+// Renewals too push expiries on Redis's clock. The stand-in's clock stands
+// an hour ahead of this machine's: a renewal stamped with the process's own
+// clock would write a lease already an hour expired, and the other process
+// would take the slots of running calls.
+func TestRenewalsUseRedisClock(t *testing.T) {
+	m := miniredis.RunT(t)
+	m.SetTime(time.Now().Add(time.Hour))
+	const ttl = 150 * time.Millisecond // renewed every 50 ms
+	qs := processes(t, "redis://"+m.Addr(), 2, quota.RedisConfig{Limit: 6, TTL: ttl})
+	release := holdN(t, qs[0], 6)
+	defer release()
+	until := time.Now().Add(4 * ttl)
+	for time.Now().Before(until) {
+		if tryAcquire(t, qs[1], 20*time.Millisecond) {
+			t.Fatal("another process took a slot of a running call: a renewal wrote an expiry from the local clock")
+		}
+	}
+}

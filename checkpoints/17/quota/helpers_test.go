@@ -56,24 +56,31 @@ func (g *gauge) leave() { g.now.Add(-1) }
 
 // hammer runs workers goroutines on each quota until ctx ends, each taking a
 // slot, holding it for hold, and giving it back; g sees every slot held.
-// It returns how many acquisitions succeeded and the first unexpected error.
-func hammer(ctx context.Context, qs []quota.Quota, workers int, hold time.Duration, g *gauge) (int64, error) {
+// It returns how many acquisitions succeeded, how many failed closed
+// (ErrUnavailable, then tried again) and the first other error.
+func hammer(ctx context.Context, qs []quota.Quota, workers int, hold time.Duration, g *gauge) (admitted, unavailable int64, err error) {
 	var wg sync.WaitGroup
-	var admitted atomic.Int64
+	var nAdmitted, nUnavailable atomic.Int64
 	var firstErr error
 	var once sync.Once
 	for _, q := range qs {
 		for range workers {
 			wg.Go(func() {
 				for ctx.Err() == nil {
-					if err := q.Acquire(ctx); err != nil {
+					err := q.Acquire(ctx)
+					if errors.Is(err, quota.ErrUnavailable) {
+						nUnavailable.Add(1) // failed closed; try again, as a caller would
+						time.Sleep(10 * time.Millisecond)
+						continue
+					}
+					if err != nil {
 						if ctx.Err() == nil {
 							once.Do(func() { firstErr = err })
 						}
 						return
 					}
 					g.enter()
-					admitted.Add(1)
+					nAdmitted.Add(1)
 					t := time.NewTimer(hold)
 					select {
 					case <-t.C:
@@ -87,7 +94,7 @@ func hammer(ctx context.Context, qs []quota.Quota, workers int, hold time.Durati
 		}
 	}
 	wg.Wait()
-	return admitted.Load(), firstErr
+	return nAdmitted.Load(), nUnavailable.Load(), firstErr
 }
 
 func asQuotas[Q quota.Quota](qs []Q) []quota.Quota {

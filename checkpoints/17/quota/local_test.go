@@ -23,7 +23,7 @@ func TestLocalLimit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	var g gauge
-	if _, err := hammer(ctx, []quota.Quota{newLocal(t, 6, quota.Rate{})}, 36, time.Millisecond, &g); err != nil {
+	if _, _, err := hammer(ctx, []quota.Quota{newLocal(t, 6, quota.Rate{})}, 36, time.Millisecond, &g); err != nil {
 		t.Fatal(err)
 	}
 	if peak := g.peak.Load(); peak != 6 {
@@ -38,7 +38,7 @@ func TestLocalLimitIsPerProcess(t *testing.T) {
 	defer cancel()
 	qs := []quota.Quota{newLocal(t, 6, quota.Rate{}), newLocal(t, 6, quota.Rate{}), newLocal(t, 6, quota.Rate{})}
 	var g gauge
-	if _, err := hammer(ctx, qs, 12, 5*time.Millisecond, &g); err != nil {
+	if _, _, err := hammer(ctx, qs, 12, 5*time.Millisecond, &g); err != nil {
 		t.Fatal(err)
 	}
 	if peak := g.peak.Load(); peak != 18 {

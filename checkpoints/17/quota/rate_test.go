@@ -80,9 +80,12 @@ func TestRedisRateHoldsAcrossProcesses(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	if set := crowded(adm, rate.N, rate.Per); set != nil {
+	// Redis stamps each admission with its clock, this test with its own
+	// monotonic one: over a window they may differ by a hair, never by 5 ms.
+	const clocks = 5 * time.Millisecond
+	if set := crowded(adm, rate.N, rate.Per-clocks); set != nil {
 		t.Errorf("%d admissions within %s of each other across 3 processes, want at most %d in any %s",
-			len(set), set[len(set)-1].to.Sub(set[0].from).Round(time.Millisecond), rate.N, rate.Per)
+			len(set), set[len(set)-1].to.Sub(set[0].from), rate.N, rate.Per)
 	}
 	// 1.2 s is 6 windows of 5: the quota must not starve its callers either.
 	if len(adm) < 20 || len(adm) > 35 {

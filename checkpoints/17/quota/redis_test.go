@@ -17,9 +17,9 @@ func TestRedisLimitHoldsAcrossProcesses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	var g gauge
-	admitted, err := hammer(ctx, asQuotas(qs), 12, 3*time.Millisecond, &g)
-	if err != nil {
-		t.Fatal(err)
+	admitted, unavailable, err := hammer(ctx, asQuotas(qs), 12, 3*time.Millisecond, &g)
+	if err != nil || unavailable > 0 {
+		t.Fatalf("with Redis up: %d calls failed closed; error %v", unavailable, err)
 	}
 	if peak := g.peak.Load(); peak != 6 {
 		t.Errorf("peak held across 3 processes = %d, want exactly 6 (admitted %d in all)", peak, admitted)
@@ -123,7 +123,7 @@ func TestRedisOutageFailsClosedAndRecovers(t *testing.T) {
 	s.Restart() // empty: every lease it held is gone
 	ctx, cancel := context.WithTimeout(context.Background(), 3*ttl)
 	defer cancel()
-	admitted, err := hammer(ctx, asQuotas(qs[1:]), 6, 5*time.Millisecond, &g)
+	admitted, unavailable, err := hammer(ctx, asQuotas(qs[1:]), 6, 5*time.Millisecond, &g)
 	if err != nil {
 		t.Fatalf("after Redis came back: %v", err)
 	}
@@ -131,7 +131,7 @@ func TestRedisOutageFailsClosedAndRecovers(t *testing.T) {
 		t.Errorf("after the restart %d slots were held at once (3 running calls + new ones), want at most 6 (lost %d)", peak, qs[0].Lost())
 	}
 	if admitted == 0 {
-		t.Error("nothing admitted in 3 TTLs after Redis came back: the quota did not recover")
+		t.Errorf("nothing admitted in 3 TTLs after Redis came back (%d failed closed): the quota did not recover", unavailable)
 	}
 	release()
 	if !tryAcquire(t, qs[0], time.Second) {
