@@ -6,6 +6,7 @@ require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/gorilla/mux v1.8.1
 	github.com/rogpeppe/go-internal v1.16.0
+	go.etcd.io/bbolt v1.4.3
 	go.uber.org/goleak v1.3.0
 	quoteflowlab.dev/checkpoints/12 v0.0.0
 	quoteflowlab.dev/checkpoints/13 v0.0.0
@@ -16,9 +17,9 @@ require github.com/yuin/gopher-lua v1.1.1 // indirect
 
 require (
 	golang.org/x/sync v0.25.0 // indirect
-	golang.org/x/sys v0.26.0 // indirect
+	golang.org/x/sys v0.29.0 // indirect
 	golang.org/x/tools v0.26.0 // indirect
-	quoteflowlab.dev/checkpoints/15 v0.0.0
+	quoteflowlab.dev/checkpoints/16 v0.0.0
 )
 
 replace quoteflowlab.dev/checkpoints/12 => ./checkpoints/12
@@ -28,3 +29,5 @@ replace quoteflowlab.dev/checkpoints/13 => ./checkpoints/13
 replace quoteflowlab.dev/checkpoints/14 => ./checkpoints/14
 
 replace quoteflowlab.dev/checkpoints/15 => ./checkpoints/15
+
+replace quoteflowlab.dev/checkpoints/16 => ./checkpoints/16

@@ -11,6 +11,8 @@ var ErrBlackholeUnsupported = errors.New("blackhole listener works on Linux only
 type Blackhole struct {
 	addr  string
 	close func() error
+	// drops reads the kernel's count of SYNs dropped at the listener.
+	drops func() (uint32, error)
 }
 
 // Addr returns the blackhole's "host:port".
@@ -18,3 +20,10 @@ func (b *Blackhole) Addr() string { return b.addr }
 
 // Close stops the blackhole; later connects to its port are refused.
 func (b *Blackhole) Close() error { return b.close() }
+
+// synDrops returns how many connection attempts (SYN segments) the kernel
+// has dropped at the blackhole's full accept queue since it opened. A
+// dropped SYN never reaches any program, so this counter, kept by the
+// kernel per listening socket, is the only trace a connect attempt leaves:
+// one per SYN, that is one per connect plus one per retransmission.
+func (b *Blackhole) synDrops() (uint32, error) { return b.drops() }

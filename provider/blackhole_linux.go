@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // ListenBlackhole listens on addr ("127.0.0.1:0" picks a free port) with an
@@ -34,10 +36,51 @@ func ListenBlackhole(addr string) (*Blackhole, error) {
 		syscall.Close(fd)
 		return nil, fmt.Errorf("blackhole: filling the accept queue: %w", err)
 	}
-	return &Blackhole{addr: bound, close: func() error {
-		filler.Close()
-		return syscall.Close(fd)
-	}}, nil
+	var mu sync.Mutex // guards fd against reuse: once closed, its number may name another socket
+	closed := false
+	return &Blackhole{
+		addr: bound,
+		close: func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			closed = true
+			filler.Close()
+			return syscall.Close(fd)
+		},
+		drops: func() (uint32, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if closed {
+				return 0, net.ErrClosed
+			}
+			return socketDrops(fd)
+		},
+	}, nil
+}
+
+// soMeminfo is SO_MEMINFO (Linux 4.12+; the syscall package lacks it):
+// getsockopt fills an array of uint32 whose SK_MEMINFO_DROPS entry (index 8)
+// is the socket's sk_drops. For a listener, the kernel adds one there for
+// every SYN it drops because the accept queue is full (tcp_listendrop).
+const (
+	soMeminfo      = 55
+	skMeminfoDrops = 8
+	skMeminfoVars  = 9
+)
+
+// socketDrops reads a socket's drop counter.
+func socketDrops(fd int) (uint32, error) {
+	var info [skMeminfoVars]uint32
+	size := uint32(unsafe.Sizeof(info))
+	_, _, errno := syscall.Syscall6(syscall.SYS_GETSOCKOPT, uintptr(fd), syscall.SOL_SOCKET, soMeminfo,
+		uintptr(unsafe.Pointer(&info[0])), uintptr(unsafe.Pointer(&size)), 0)
+	if errno != 0 {
+		return 0, os.NewSyscallError("getsockopt SO_MEMINFO", errno)
+	}
+	if size <= skMeminfoDrops*4 {
+		return 0, fmt.Errorf("getsockopt SO_MEMINFO: %d bytes, too short for the drop counter", size)
+	}
+	return info[skMeminfoDrops], nil
 }
 
 // listenBacklog0 returns a listening socket bound to a with backlog 0; the

@@ -123,3 +123,14 @@ func wantError(t *testing.T, r response, status int, code string) {
 		t.Errorf("Content-Type %q, want application/json", ct)
 	}
 }
+
+// readResponse reads and closes resp.
+func readResponse(t *testing.T, resp *http.Response) response {
+	t.Helper()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: string(b)}
+}

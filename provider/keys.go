@@ -3,15 +3,17 @@ package provider
 import "sync"
 
 // keyTable is a bounded map from string keys to small values, used for every
-// piece of per-key state (flaky and reset request IDs, partner fail keys,
-// attempts per request ID).
+// piece of per-key state (flaky and reset request IDs, partner keys, the log
+// per request ID).
 //
 // Each update is one check-and-set under the lock of the key's shard, so two
 // concurrent first requests with one key see counts 1 and 2, never 1 and 1;
 // there is no global lock, so different keys rarely contend. Memory is
 // bounded: each shard holds at most cap/shards keys and forgets its oldest
 // key (first inserted) to make room, so a flood of distinct keys cannot grow
-// the table. A forgotten key starts again from zero.
+// the table; keys are at most MaxKeyBytes long (the handlers refuse longer
+// ones) and every value is bounded too. A forgotten key starts again from
+// zero. A table is never emptied in place: Reset drops it whole.
 type keyTable[V any] struct {
 	shards []keyShard[V]
 }
@@ -52,8 +54,8 @@ func (t *keyTable[V]) shard(key string) *keyShard[V] {
 }
 
 // update runs f on key's value (the zero value if key is new) while holding
-// the shard lock, and returns the value f left.
-func (t *keyTable[V]) update(key string, f func(*V)) V {
+// the shard lock. f may keep the pointer to pass to view later.
+func (t *keyTable[V]) update(key string, f func(*V)) {
 	s := t.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -70,19 +72,26 @@ func (t *keyTable[V]) update(key string, f func(*V)) V {
 		s.m[key] = v
 	}
 	f(v)
-	return *v
 }
 
-// get returns key's value and whether the table remembers it.
-func (t *keyTable[V]) get(key string) (V, bool) {
+// view runs f on key's value under the shard lock if the table remembers
+// key, and reports whether it did. It never adds a key.
+func (t *keyTable[V]) view(key string, f func(*V)) bool {
 	s := t.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if v, ok := s.m[key]; ok {
-		return *v, true
+	v, ok := s.m[key]
+	if ok {
+		f(v)
 	}
-	var zero V
-	return zero, false
+	return ok
+}
+
+// get returns a copy of key's value and whether the table remembers it.
+func (t *keyTable[V]) get(key string) (V, bool) {
+	var out V
+	ok := t.view(key, func(v *V) { out = *v })
+	return out, ok
 }
 
 // len returns the number of remembered keys.
@@ -97,19 +106,9 @@ func (t *keyTable[V]) len() int {
 	return n
 }
 
-// clear forgets every key.
-func (t *keyTable[V]) clear() {
-	for i := range t.shards {
-		s := &t.shards[i]
-		s.mu.Lock()
-		clear(s.m)
-		s.order = s.order[:0]
-		s.next = 0
-		s.mu.Unlock()
-	}
-}
-
 // incr adds one to key's count and returns the new count.
 func incr(t *keyTable[int64], key string) int64 {
-	return t.update(key, func(n *int64) { *n++ })
+	var n int64
+	t.update(key, func(v *int64) { *v++; n = *v })
+	return n
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -20,14 +21,30 @@ import (
 // keys) remembered when Options.MaxKeys is zero.
 const DefaultMaxKeys = 10000
 
+// MaxKeyBytes is the longest X-Request-ID or partner key the lab accepts;
+// a longer one is refused with 400. With MaxKeys it bounds the memory of
+// every per-key table in size as well as in count.
+const MaxKeyBytes = 128
+
+// MaxLogPerKey is how many requests the lab logs per X-Request-ID (for
+// /stats/requests) and per partner key (for /stats/partner); later ones are
+// counted, not logged.
+const MaxLogPerKey = 32
+
+// MaxLatencyScale is the largest Options.LatencyScale: the slowest delay
+// (1500 ms) becomes 150 s.
+const MaxLatencyScale = 100
+
 // Options configures a Provider. The zero value is valid but removes every
 // artificial delay; `lab provider` passes LatencyScale 1.
 type Options struct {
 	// LatencyScale multiplies every artificial delay: 1 gives the documented
-	// latencies, 0 removes them (for benchmarks). Negative counts as 0.
+	// latencies, 0 removes them (for benchmarks). NaN and negative values
+	// count as 0, values above MaxLatencyScale (infinity too) as
+	// MaxLatencyScale.
 	LatencyScale float64
 	// MaxKeys caps the number of remembered keys in each per-key table
-	// (flaky/reset request IDs, partner fail keys, attempts per request ID).
+	// (flaky/reset request IDs, partner keys, the log per request ID).
 	// When a table is full the oldest key is forgotten. Zero means DefaultMaxKeys.
 	MaxKeys int
 }
@@ -35,31 +52,29 @@ type Options struct {
 // Provider serves the suppliers, partner and control endpoints. Create it
 // with New; it is safe for concurrent use.
 type Provider struct {
-	scale    float64
-	maxKeys  int
-	stats    counters
-	seen     *keyTable[int64]    // scenario+request ID → requests seen (flaky, reset)
-	partner  *keyTable[int64]    // partner key → /call requests seen
-	attempts *keyTable[[3]int64] // request ID → attempts per supplier
-	normal   map[quoteKey][]byte // pre-encoded normal bodies: the hot path allocates nothing for them
+	scale     float64
+	maxKeys   int
+	active    atomic.Int64          // gauge: handlers running now; survives resets
+	state     atomic.Pointer[state] // counters and per-key state; Reset swaps in a new one
+	normal    map[quoteKey][]byte   // pre-encoded normal bodies: the hot path allocates nothing for them
+	blackhole *Blackhole            // set by Start before serving; nil when there is none
 }
 
 // New returns a Provider configured by opts.
 func New(opts Options) *Provider {
-	if opts.LatencyScale < 0 {
-		opts.LatencyScale = 0
+	scale := opts.LatencyScale
+	if !(scale > 0) { // NaN too
+		scale = 0
 	}
 	if opts.MaxKeys <= 0 {
 		opts.MaxKeys = DefaultMaxKeys
 	}
 	p := &Provider{
-		scale:    opts.LatencyScale,
-		maxKeys:  opts.MaxKeys,
-		seen:     newKeyTable[int64](opts.MaxKeys),
-		partner:  newKeyTable[int64](opts.MaxKeys),
-		attempts: newKeyTable[[3]int64](opts.MaxKeys),
-		normal:   make(map[quoteKey][]byte),
+		scale:   min(scale, MaxLatencyScale),
+		maxKeys: opts.MaxKeys,
+		normal:  make(map[quoteKey][]byte),
 	}
+	p.state.Store(p.newState())
 	for k, q := range catalog {
 		p.normal[k] = mustJSON(q)
 	}
@@ -72,12 +87,13 @@ func (p *Provider) Routes() *mux.Router {
 	// Suppliers (lessons 12-14).
 	r.HandleFunc("/quotes/{supplier}", p.counted(p.quote)).Methods(http.MethodGet)
 	// Partner (lesson 15).
-	r.HandleFunc("/health", p.health).Methods(http.MethodGet)
+	r.HandleFunc("/health", p.health).Methods(http.MethodGet) // counted in partner_paths only
 	r.HandleFunc("/call", p.counted(p.call)).Methods(http.MethodGet)
 	r.HandleFunc("/budget", p.counted(p.budget)).Methods(http.MethodGet)
 	// Control: loopback clients only.
 	r.HandleFunc("/stats", loopbackOnly(p.statsHandler)).Methods(http.MethodGet)
 	r.HandleFunc("/stats/requests", loopbackOnly(p.requestStats)).Methods(http.MethodGet)
+	r.HandleFunc("/stats/partner", loopbackOnly(p.partnerStats)).Methods(http.MethodGet)
 	r.HandleFunc("/reset", loopbackOnly(p.reset)).Methods(http.MethodPost)
 
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

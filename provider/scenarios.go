@@ -4,68 +4,111 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 )
 
-// slowDelay is how long boreal takes in the slow scenario (times LatencyScale).
-const slowDelay = 1500 * time.Millisecond
+// A scenario is what boreal does when a request asks for it by name. Atlas
+// and cedar answer normally in every scenario. Every request goes through
+// the same steps (quote does them): arrive, if set, runs at once and may
+// answer there (a rate limiter, an outage); otherwise boreal works for delay,
+// honouring X-Budget-Ms and the client's presence, and answer writes the
+// response.
+type scenario struct {
+	name  string
+	since int           // the lesson whose checkpoint first accepts it
+	delay time.Duration // boreal's work before answering (× LatencyScale); zero: its base latency
+	// arrive runs when the request arrives, before any work. It returns the
+	// status it wrote, or 0 to let the request go on.
+	arrive func(p *Provider, c *supplierCall) int
+	// answer writes the response after the work and returns the status it
+	// wrote (0 when none: connection reset).
+	answer func(p *Provider, c *supplierCall) int
+}
+
+// scenarios is the table of every scenario, in the order messages list them.
+var scenarios = []scenario{
+	{name: "normal", since: 12, answer: answerQuote},                         // 200 with the catalog quote after the base latency
+	{name: "slow", since: 12, delay: slowDelay, answer: answerQuote},         // the same 200, after 1500 ms
+	{name: "broken", since: 12, answer: unavailable},                         // 503 every time
+	{name: "malformed", since: 12, answer: stringPrice},                      // 200 whose unit_cents is a JSON string
+	{name: "flaky", since: 12, arrive: noteFirst, answer: failFirst},         // 503 for the first request of each X-Request-ID, then normal
+	{name: "gzip", since: 12, answer: badGzip},                               // 200 with Content-Encoding: gzip and bytes that are not gzip
+	{name: "reset", since: 12, arrive: noteFirst, answer: resetFirst},        // first request of each X-Request-ID: TCP reset before any byte
+	{name: "mismatch", since: 12, answer: otherSKUQuote},                     // 200 with a well-formed quote for another SKU
+	{name: "ratelimited", since: 16, arrive: limitRate, answer: answerQuote}, // at most 5 requests in any 200 ms, else 429
+	{name: "outage", since: 16, arrive: outage, answer: answerQuote},         // 503 for 1500 ms from the first request after a reset
+}
+
+// Scenario timings (slowDelay and outageLength are × LatencyScale; the rate
+// limit is a policy, not a latency, and is never scaled).
+const (
+	slowDelay    = 1500 * time.Millisecond
+	outageLength = 1500 * time.Millisecond
+	rateWindow   = 200 * time.Millisecond
+	rateMax      = 5
+)
+
+// scenarioNamed returns the scenario called name, or nil.
+func scenarioNamed(name string) *scenario {
+	for i := range scenarios {
+		if scenarios[i].name == name {
+			return &scenarios[i]
+		}
+	}
+	return nil
+}
+
+// scenarioList is "normal, slow, …": every name, for messages.
+var scenarioList = func() string {
+	names := make([]string, len(scenarios))
+	for i, s := range scenarios {
+		names[i] = s.name
+	}
+	return strings.Join(names, ", ")
+}()
+
+// ScenariosUpTo returns, in table order, the names of the scenarios that
+// arrived in lesson n or earlier: those the checkpoint of lesson n accepts.
+func ScenariosUpTo(n int) []string {
+	var names []string
+	for _, s := range scenarios {
+		if s.since <= n {
+			names = append(names, s.name)
+		}
+	}
+	return names
+}
 
 // A supplierCall is one supplier request being answered.
 type supplierCall struct {
-	w        http.ResponseWriter
-	r        *http.Request
-	supplier int      // index in Suppliers
-	sku      string   // a catalog SKU
-	id       string   // X-Request-ID, "" when absent
-	cut      net.Conn // set by reset: the hijacked connection to close with an RST
+	call
+	sc        *scenario
+	supplier  int    // index in Suppliers
+	sku       string // a catalog SKU
+	id        string // X-Request-ID, "" when absent
+	budgetMs  int64  // X-Budget-Ms, when hasBudget
+	hasBudget bool
+	first     bool      // flaky, reset: the first request of its X-Request-ID (noted on arrival)
+	cut       net.Conn  // set by resetFirst: the hijacked connection to close with an RST
+	rec       *idRecord // this ID's record, as logged on arrival
+	entry     int       // this attempt's index in rec's log (-1: not logged)
 }
 
-// A scenario answers one boreal request and returns the status it wrote
-// (0 when no response was written: connection reset or client gone).
-type scenario func(p *Provider, c *supplierCall) int
-
-// scenarios maps each scenario name to what boreal does. Atlas and cedar
-// answer normally in every scenario.
-var scenarios = map[string]scenario{
-	"normal":    normal,    // 200 with the catalog quote after the base latency
-	"slow":      slow,      // the same 200, but after 1500 ms
-	"broken":    broken,    // 503 every time
-	"malformed": malformed, // 200 whose unit_cents is a JSON string
-	"flaky":     flaky,     // 503 for the first request of each X-Request-ID, then normal
-	"gzip":      badGzip,   // 200 with Content-Encoding: gzip and bytes that are not gzip
-	"reset":     reset,     // first request of each X-Request-ID: TCP reset before any byte, then normal
-	"mismatch":  mismatch,  // 200 with a well-formed quote for another SKU
-}
-
-// normal answers with the catalog quote after the supplier's base latency.
-func normal(p *Provider, c *supplierCall) int {
-	if status, ok := p.work(c, p.scaled(baseLatency[c.supplier])); !ok {
-		return status
-	}
+// answerQuote writes the catalog quote.
+func answerQuote(p *Provider, c *supplierCall) int {
 	return c.ok(p.normal[quoteKey{Suppliers[c.supplier], c.sku}])
 }
 
-// slow answers normally, but only after slowDelay.
-func slow(p *Provider, c *supplierCall) int {
-	if status, ok := p.work(c, p.scaled(slowDelay)); !ok {
-		return status
-	}
-	return c.ok(p.normal[quoteKey{Suppliers[c.supplier], c.sku}])
-}
-
-// broken is unavailable: 503 every time.
-func broken(p *Provider, c *supplierCall) int {
-	if status, ok := p.work(c, p.scaled(baseLatency[c.supplier])); !ok {
-		return status
-	}
+// unavailable is 503 every time.
+func unavailable(p *Provider, c *supplierCall) int {
 	return c.fail(http.StatusServiceUnavailable, "unavailable", "boreal is down (scenario broken)")
 }
 
-// malformed sends unit_cents as a string, which a strict client must reject.
-func malformed(p *Provider, c *supplierCall) int {
-	if status, ok := p.work(c, p.scaled(baseLatency[c.supplier])); !ok {
-		return status
-	}
+// stringPrice sends unit_cents as a string, which a strict client must reject.
+func stringPrice(p *Provider, c *supplierCall) int {
 	q := c.quote()
 	return c.ok(mustJSON(struct {
 		Supplier      string `json:"supplier"`
@@ -76,15 +119,19 @@ func malformed(p *Provider, c *supplierCall) int {
 	}{q.Supplier, q.SKU, fmt.Sprint(q.UnitCents), q.ShippingCents, q.Stock}))
 }
 
-// flaky fails the first request of each X-Request-ID with 503 and answers
-// the next ones normally; without the header every request is a first.
-func flaky(p *Provider, c *supplierCall) int {
-	first := p.firstOf("flaky", c.id)
-	if !first {
-		return normal(p, c)
-	}
-	if status, ok := p.work(c, p.scaled(baseLatency[c.supplier])); !ok {
-		return status
+// noteFirst notes, on arrival and in one atomic check-and-set, whether this
+// is the first request of its X-Request-ID for this scenario (a request
+// without the header always is).
+func noteFirst(p *Provider, c *supplierCall) int {
+	c.first = c.id == "" || incr(c.st.seen, c.sc.name+"\x00"+c.id) == 1
+	return 0
+}
+
+// failFirst fails the first request of each X-Request-ID with 503 and
+// answers the next ones normally.
+func failFirst(p *Provider, c *supplierCall) int {
+	if !c.first {
+		return answerQuote(p, c)
 	}
 	return c.fail(http.StatusServiceUnavailable, "unavailable",
 		"boreal fails the first request of each X-Request-ID (scenario flaky); retry with the same ID")
@@ -92,24 +139,17 @@ func flaky(p *Provider, c *supplierCall) int {
 
 // badGzip claims a gzip body but sends plain bytes, so decoding fails.
 func badGzip(p *Provider, c *supplierCall) int {
-	if status, ok := p.work(c, p.scaled(baseLatency[c.supplier])); !ok {
-		return status
-	}
 	h := c.w.Header()
 	h["Content-Encoding"] = []string{"gzip"}
 	writeBody(c.w, http.StatusOK, []byte("these bytes are not gzip\n"))
 	return http.StatusOK
 }
 
-// reset kills the connection with a TCP RST, before any response byte, on the
-// first request of each X-Request-ID (every request without the header), and
-// answers later ones normally.
-func reset(p *Provider, c *supplierCall) int {
-	if !p.firstOf("reset", c.id) {
-		return normal(p, c)
-	}
-	if status, ok := p.work(c, p.scaled(baseLatency[c.supplier])); !ok {
-		return status
+// resetFirst kills the connection with a TCP RST, before any response byte,
+// on the first request of each X-Request-ID, and answers later ones normally.
+func resetFirst(p *Provider, c *supplierCall) int {
+	if !c.first {
+		return answerQuote(p, c)
 	}
 	conn, _, err := http.NewResponseController(c.w).Hijack()
 	if err != nil { // not a plain HTTP/1 connection (e.g. a recorder in a test)
@@ -122,23 +162,86 @@ func reset(p *Provider, c *supplierCall) int {
 	return 0
 }
 
-// mismatch answers with a well-formed quote that names another SKU.
-func mismatch(p *Provider, c *supplierCall) int {
-	if status, ok := p.work(c, p.scaled(baseLatency[c.supplier])); !ok {
-		return status
-	}
+// otherSKUQuote answers with a well-formed quote that names another SKU.
+func otherSKUQuote(p *Provider, c *supplierCall) int {
 	q := c.quote()
 	q.SKU = otherSKU(c.sku)
 	return c.ok(mustJSON(q))
 }
 
-// firstOf reports whether this is the first request of request ID id for
-// scenario name, in one atomic check-and-set. An empty id is always a first.
-func (p *Provider) firstOf(name, id string) bool {
-	if id == "" {
-		return true
+// limitRate admits at most rateMax boreal requests in any rateWindow
+// (one window for the whole lab, over every client) and answers the rest
+// 429 at once, saying when a slot frees: Retry-After in HTTP's whole
+// seconds (1) and Retry-After-Ms precisely. A request with an X-Request-ID
+// that comes back before that is counted in early_retries (on arrival).
+func limitRate(p *Provider, c *supplierCall) int {
+	wait, ok := c.st.window.admit()
+	if ok {
+		return 0
 	}
-	return incr(p.seen, name+"\x00"+id) == 1
+	ms := int64((wait + time.Millisecond - 1) / time.Millisecond) // round up: never too early
+	if c.id != "" {
+		back := c.arrival.Add(time.Duration(ms) * time.Millisecond)
+		c.st.ids.view(c.id, func(rec *idRecord) {
+			rec.retryAt[c.supplier] = back
+			if rec == c.rec && c.entry >= 0 {
+				rec.log.entries[c.entry].retryAfterMs = ms
+			}
+		})
+	}
+	h := c.w.Header()
+	h["Retry-After"] = []string{"1"}
+	h["Retry-After-Ms"] = []string{strconv.FormatInt(ms, 10)}
+	return c.fail(http.StatusTooManyRequests, "rate_limited", fmt.Sprintf(
+		"boreal admits %d requests in any %d ms (scenario ratelimited); a slot frees in %d ms",
+		rateMax, rateWindow.Milliseconds(), ms))
+}
+
+// outage answers 503 at once to every boreal request for outageLength
+// (× LatencyScale) from its first outage request after a reset.
+func outage(p *Provider, c *supplierCall) int {
+	st := c.st
+	st.outageMu.Lock()
+	if st.outageStart.IsZero() {
+		st.outageStart = c.arrival
+	}
+	start := st.outageStart
+	st.outageMu.Unlock()
+	length := p.scaled(outageLength)
+	left := start.Add(length).Sub(c.arrival)
+	if left <= 0 {
+		return 0
+	}
+	return c.fail(http.StatusServiceUnavailable, "unavailable", fmt.Sprintf(
+		"boreal is down for %d ms from its first request after a reset (scenario outage); back in %d ms",
+		length.Milliseconds(), (left+time.Millisecond-1)/time.Millisecond))
+}
+
+// A rateWindowLog remembers the times of the last rateMax admissions.
+type rateWindowLog struct {
+	mu       sync.Mutex
+	admitted [rateMax]time.Time // a ring: once full, admitted[next] is the oldest
+	n, next  int
+}
+
+// admit admits a request now if fewer than rateMax were admitted in the
+// last rateWindow; otherwise it returns how long until the oldest of those
+// leaves the window.
+func (w *rateWindowLog) admit() (wait time.Duration, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now()
+	if w.n < rateMax {
+		w.admitted[w.n] = now
+		w.n++
+		return 0, true
+	}
+	if free := w.admitted[w.next].Add(rateWindow); now.Before(free) {
+		return free.Sub(now), false
+	}
+	w.admitted[w.next] = now
+	w.next = (w.next + 1) % rateMax
+	return 0, true
 }
 
 // quote returns the catalog quote this call asks for.

@@ -205,5 +205,5 @@ func TestBadInputIsAJSONError(t *testing.T) {
 		wantError(t, s.get("/quotes/atlas?sku=KB-001", "X-Budget-Ms", b), 400, "bad_budget")
 		wantError(t, s.get("/budget?ms=0", "X-Budget-Ms", b), 400, "bad_budget")
 	}
-	wantError(t, s.get("/stats/requests"), 400, "bad_request")
+	wantError(t, s.get("/stats/requests"), 400, "bad_parameter")
 }

@@ -51,6 +51,8 @@ func Start(opts Options, addr, blackholeAddr string) (*Server, error) {
 			return nil, err
 		default:
 			s.blackhole, s.BlackholeAddr = bh, bh.Addr()
+			s.Provider.blackhole = bh // before serving: /stats reads it
+			s.Provider.Reset()        // counts SYN drops from here
 		}
 	}
 	// Handlers see base as their request context's parent: cancelling it

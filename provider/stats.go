@@ -4,28 +4,15 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync/atomic"
+	"time"
 )
 
-// counters are the lab's statistics. Every field is an atomic, so counting
-// takes no lock on the hot path.
-type counters struct {
-	total       atomic.Int64
-	active      atomic.Int64 // gauge: handlers running now; never zeroed
-	maxActive   atomic.Int64
-	perSupplier [len(Suppliers)]atomic.Int64
-	partner     atomic.Int64
-	perStatus   [600]atomic.Int64
-	abandoned   atomic.Int64 // stopped at the X-Budget-Ms budget (504)
-	resets      atomic.Int64 // connections reset on purpose (scenario reset)
-	clientGone  atomic.Int64 // the client left before the answer
-}
-
-// A workHandler answers a supplier or partner request. It returns the
-// status it wrote (0: none) and, when it hijacked the connection to reset
-// it, that connection: counted closes it only after the request has left
-// the counters, so a client that sees the reset also sees it in /stats.
-type workHandler func(http.ResponseWriter, *http.Request) (status int, cut net.Conn)
+// A workHandler answers a supplier or partner request, counting in st (the
+// state it arrived in). It returns the status it wrote (0: none) and, when
+// it hijacked the connection to reset it, that connection: counted closes it
+// only after the request has left the counters, so a client that sees the
+// reset also sees it in /stats.
+type workHandler func(st *state, w http.ResponseWriter, r *http.Request) (status int, cut net.Conn)
 
 // counted wraps a work handler so /stats sees it: total and active go up on
 // entry, active goes down when it returns, and its status is tallied.
@@ -45,42 +32,40 @@ func (p *Provider) counted(h workHandler) http.HandlerFunc {
 
 // count runs h between the counter updates.
 func (p *Provider) count(h workHandler, w http.ResponseWriter, r *http.Request) (int, net.Conn) {
-	s := &p.stats
-	s.total.Add(1)
-	raiseMax(&s.maxActive, s.active.Add(1))
-	defer s.active.Add(-1)
-	status, cut := h(w, r)
-	if status > 0 && status < len(s.perStatus) {
-		s.perStatus[status].Add(1)
+	active := p.active.Add(1)
+	defer p.active.Add(-1)
+	st := p.state.Load() // after raising active: see Reset
+	st.total.Add(1)
+	raiseMax(&st.maxActive, active)
+	status, cut := h(st, w, r)
+	if status > 0 && status < len(st.perStatus) {
+		st.perStatus[status].Add(1)
+	}
+	if status == http.StatusTooManyRequests {
+		st.rateLimited.Add(1)
 	}
 	if cut != nil {
-		s.resets.Add(1)
+		st.resets.Add(1)
 	}
 	return status, cut
 }
 
-// raiseMax sets peak to v if v is larger (a CAS loop: no lock).
-func raiseMax(peak *atomic.Int64, v int64) {
-	for {
-		old := peak.Load()
-		if v <= old || peak.CompareAndSwap(old, v) {
-			return
-		}
-	}
-}
-
 // Stats is the body of GET /stats.
 type Stats struct {
-	Total       int64            `json:"total"`
-	Active      int64            `json:"active"`
-	MaxActive   int64            `json:"max_active"`
-	PerSupplier PerSupplier      `json:"per_supplier"`
-	Partner     int64            `json:"partner"`
-	PerStatus   map[string]int64 `json:"per_status"`
-	Abandoned   int64            `json:"abandoned"`
-	Resets      int64            `json:"resets"`
-	ClientGone  int64            `json:"client_gone"`
-	TrackedKeys TrackedKeys      `json:"tracked_keys"`
+	Total        int64            `json:"total"`
+	Active       int64            `json:"active"`
+	MaxActive    int64            `json:"max_active"`
+	PerSupplier  PerSupplier      `json:"per_supplier"`
+	Partner      int64            `json:"partner"`
+	PartnerPaths PartnerPaths     `json:"partner_paths"`
+	PerStatus    map[string]int64 `json:"per_status"`
+	Abandoned    int64            `json:"abandoned"`
+	Resets       int64            `json:"resets"`
+	ClientGone   int64            `json:"client_gone"`
+	RateLimited  int64            `json:"rate_limited"`
+	EarlyRetries int64            `json:"early_retries"`
+	Blackhole    *BlackholeStats  `json:"blackhole"`
+	TrackedKeys  TrackedKeys      `json:"tracked_keys"`
 }
 
 // PerSupplier counts supplier requests (or one request ID's attempts) by supplier.
@@ -90,84 +75,137 @@ type PerSupplier struct {
 	Cedar  int64 `json:"cedar"`
 }
 
-// TrackedKeys reports how many keys each bounded per-key table remembers.
+// PartnerPaths counts partner requests by path. /health is counted only
+// here: it is not work, so it is not in total or partner.
+type PartnerPaths struct {
+	Health int64 `json:"/health"`
+	Call   int64 `json:"/call"`
+	Budget int64 `json:"/budget"`
+}
+
+// BlackholeStats is what the lab can see of connection attempts on the
+// blackhole. SYNDrops counts SYN segments the kernel dropped at its full
+// accept queue since the last reset (Linux's per-socket drop counter, read
+// with SO_MEMINFO): a connect attempt sends one at once and one more per
+// retransmission (the first about 1 s later), so a connect with a timeout
+// under 1 s counts exactly 1. Nil when the kernel does not report it.
+type BlackholeStats struct {
+	Addr     string `json:"addr"`
+	SYNDrops *int64 `json:"syn_drops"`
+}
+
+// TrackedKeys reports how many keys each bounded per-key table remembers,
+// and the bounds.
 type TrackedKeys struct {
-	Scenario int64 `json:"scenario"` // flaky and reset request IDs
-	Partner  int64 `json:"partner"`  // /call keys
-	Requests int64 `json:"requests"` // request IDs with attempts
-	Max      int64 `json:"max_per_table"`
+	Scenario    int64 `json:"scenario"` // flaky and reset request IDs
+	Partner     int64 `json:"partner"`  // partner keys (/call and /budget)
+	Requests    int64 `json:"requests"` // request IDs with attempts
+	Max         int64 `json:"max_per_table"`
+	MaxKeyBytes int64 `json:"max_key_bytes"`
+	MaxLog      int64 `json:"max_log_per_key"`
+}
+
+// Snapshot returns the current statistics (what GET /stats serves): one
+// consistent view of one state, read in the reverse of the order requests
+// write it (see counters), so per_status never sums above total.
+func (p *Provider) Snapshot() Stats {
+	active := p.active.Load()
+	st := p.state.Load()
+	out := Stats{PerStatus: map[string]int64{}}
+	out.Resets = st.resets.Load()
+	out.RateLimited = st.rateLimited.Load()
+	for code := range st.perStatus {
+		if n := st.perStatus[code].Load(); n > 0 {
+			out.PerStatus[strconv.Itoa(code)] = n
+		}
+	}
+	out.EarlyRetries = st.earlyRetries.Load()
+	out.ClientGone = st.clientGone.Load()
+	out.Abandoned = st.abandoned.Load()
+	out.PartnerPaths = PartnerPaths{
+		Health: st.partnerPaths[pathHealth].Load(), Call: st.partnerPaths[pathCall].Load(), Budget: st.partnerPaths[pathBudget].Load(),
+	}
+	out.Partner = st.partnerReqs.Load()
+	out.PerSupplier = PerSupplier{
+		Atlas: st.perSupplier[0].Load(), Boreal: st.perSupplier[1].Load(), Cedar: st.perSupplier[2].Load(),
+	}
+	out.Total = st.total.Load()
+	out.Active = active
+	out.MaxActive = max(st.maxActive.Load(), active) // a request between its two updates
+	if bh := p.blackhole; bh != nil {
+		out.Blackhole = &BlackholeStats{Addr: bh.Addr()}
+		if n, err := bh.synDrops(); err == nil {
+			d := int64(n - st.blackholeBase) // uint32 arithmetic: survives the counter wrapping
+			out.Blackhole.SYNDrops = &d
+		}
+	}
+	out.TrackedKeys = TrackedKeys{
+		Scenario: int64(st.seen.len()), Partner: int64(st.partners.len()), Requests: int64(st.ids.len()),
+		Max: int64(p.maxKeys), MaxKeyBytes: MaxKeyBytes, MaxLog: MaxLogPerKey,
+	}
+	return out
 }
 
 // RequestStats is the body of GET /stats/requests?id=.
 type RequestStats struct {
 	ID       string      `json:"id"`
-	Attempts PerSupplier `json:"attempts"`
+	Attempts PerSupplier `json:"attempts"` // every attempt, per supplier
+	Log      AttemptLog  `json:"log"`      // the first MaxLogPerKey attempts, per supplier
+	// LogDropped counts the attempts after the first MaxLogPerKey: counted
+	// in Attempts, not logged.
+	LogDropped int64 `json:"log_dropped"`
 }
 
-// Snapshot returns the current statistics (what GET /stats serves).
-func (p *Provider) Snapshot() Stats {
-	s := &p.stats
-	out := Stats{
-		Total:     s.total.Load(),
-		Active:    s.active.Load(),
-		MaxActive: s.maxActive.Load(),
-		PerSupplier: PerSupplier{
-			Atlas: s.perSupplier[0].Load(), Boreal: s.perSupplier[1].Load(), Cedar: s.perSupplier[2].Load(),
-		},
-		Partner:    s.partner.Load(),
-		PerStatus:  map[string]int64{},
-		Abandoned:  s.abandoned.Load(),
-		Resets:     s.resets.Load(),
-		ClientGone: s.clientGone.Load(),
-		TrackedKeys: TrackedKeys{
-			Scenario: int64(p.seen.len()), Partner: int64(p.partner.len()),
-			Requests: int64(p.attempts.len()), Max: int64(p.maxKeys),
-		},
+// AttemptLog lists one request ID's attempts per supplier, in arrival order.
+type AttemptLog struct {
+	Atlas  []Attempt `json:"atlas"`
+	Boreal []Attempt `json:"boreal"`
+	Cedar  []Attempt `json:"cedar"`
+}
+
+// An Attempt is one supplier request of a request ID.
+type Attempt struct {
+	ArrivalMs  float64 `json:"arrival_ms"`  // since the ID's first request (any supplier)
+	Status     int     `json:"status"`      // 0: none written (client gone, reset, still running)
+	End        string  `json:"end"`         // running, done, client_gone, abandoned or reset
+	DurationMs float64 `json:"duration_ms"` // arrival to end (so far, while running)
+	// RetryAfterMs is the Retry-After-Ms a 429 gave (omitted otherwise).
+	RetryAfterMs int64 `json:"retry_after_ms,omitempty"`
+}
+
+// requestStats serves GET /stats/requests?id=: attempts per supplier for
+// one X-Request-ID, and the log of each.
+func (p *Provider) requestStats(w http.ResponseWriter, r *http.Request) {
+	var v [1]string
+	present, err := readQuery(r.URL.RawQuery, []string{"id"}, v[:])
+	if err == nil && (present == 0 || v[0] == "") {
+		err = badParamf("query parameter id (an X-Request-ID) is required")
 	}
-	for code := range s.perStatus {
-		if n := s.perStatus[code].Load(); n > 0 {
-			out.PerStatus[strconv.Itoa(code)] = n
+	if err == nil {
+		err = keyParam("id", v[0])
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_parameter", err.Error())
+		return
+	}
+	out := RequestStats{ID: v[0], Log: AttemptLog{Atlas: []Attempt{}, Boreal: []Attempt{}, Cedar: []Attempt{}}}
+	now := time.Now()
+	p.state.Load().ids.view(v[0], func(rec *idRecord) {
+		out.Attempts = PerSupplier{Atlas: rec.attempts[0], Boreal: rec.attempts[1], Cedar: rec.attempts[2]}
+		out.LogDropped = rec.log.dropped
+		for _, e := range rec.log.entries {
+			a := Attempt{Status: int(e.status), End: e.end.String(), RetryAfterMs: e.retryAfterMs}
+			a.ArrivalMs, a.DurationMs = rec.log.entryTimes(e, now)
+			lists := [...]*[]Attempt{&out.Log.Atlas, &out.Log.Boreal, &out.Log.Cedar}
+			*lists[e.where] = append(*lists[e.where], a)
 		}
-	}
-	return out
-}
-
-// Reset zeroes every counter and forgets all per-key state. The active gauge
-// is left alone (those handlers are still running) and max_active restarts
-// from it.
-func (p *Provider) Reset() {
-	s := &p.stats
-	s.total.Store(0)
-	s.maxActive.Store(s.active.Load())
-	for i := range s.perSupplier {
-		s.perSupplier[i].Store(0)
-	}
-	s.partner.Store(0)
-	for i := range s.perStatus {
-		s.perStatus[i].Store(0)
-	}
-	s.abandoned.Store(0)
-	s.resets.Store(0)
-	s.clientGone.Store(0)
-	p.seen.clear()
-	p.partner.clear()
-	p.attempts.clear()
+	})
+	writeJSON(w, http.StatusOK, out)
 }
 
 // statsHandler serves GET /stats.
 func (p *Provider) statsHandler(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, p.Snapshot())
-}
-
-// requestStats serves GET /stats/requests?id=: attempts per supplier for one X-Request-ID.
-func (p *Provider) requestStats(w http.ResponseWriter, r *http.Request) {
-	id := r.URL.Query().Get("id")
-	if id == "" {
-		writeError(w, http.StatusBadRequest, "bad_request", "query parameter id (an X-Request-ID) is required")
-		return
-	}
-	a, _ := p.attempts.get(id)
-	writeJSON(w, http.StatusOK, RequestStats{ID: id, Attempts: PerSupplier{Atlas: a[0], Boreal: a[1], Cedar: a[2]}})
 }
 
 // reset serves POST /reset.

@@ -17,6 +17,12 @@
 //	    $BLACKHOLE_ADDR e.g. 127.0.0.1:40124 ("" where unsupported: guard with [linux])
 //	    The default latency scale is 1 (the documented delays).
 //
+//	starter ENN DIR
+//	    Writes exercise ENN's starter, as committed (git HEAD), into DIR, so
+//	    a script checks the starter whatever a student has written in
+//	    lessons/NN/exercise. Outside a git checkout it copies the working
+//	    tree's files and says so.
+//
 //	freeport VAR
 //	    Sets $VAR to a port number that was free on 127.0.0.1 a moment ago.
 //
@@ -89,6 +95,7 @@ func TestScripts(t *testing.T) {
 			"freeport": cmdFreeport,
 			"waitport": cmdWaitport,
 			"http":     cmdHTTP,
+			"starter":  cmdStarter,
 		},
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
@@ -208,6 +215,48 @@ func cmdProvider(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("PROVIDER_URL", srv.URL)
 	ts.Setenv("PROVIDER_ADDR", srv.Addr)
 	ts.Setenv("BLACKHOLE_ADDR", srv.BlackholeAddr)
+}
+
+// cmdStarter writes an exercise's committed starter into a directory.
+func cmdStarter(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: starter ENN DIR")
+	}
+	l, err := cli.Lesson(args[0])
+	ts.Check(err)
+	repo, dir := ts.Getenv("REPO"), ts.MkAbs(args[1])
+	list, err := exec.Command("git", "-C", repo, "ls-tree", "-r", "--name-only", "HEAD", "--", l.Starter).Output()
+	if err != nil || len(list) == 0 {
+		ts.Logf("not a git checkout (%v): copying the working tree's %s", err, l.Starter)
+		ts.Check(copyTree(filepath.Join(repo, filepath.FromSlash(l.Starter)), dir))
+		return
+	}
+	for name := range strings.SplitSeq(strings.TrimSpace(string(list)), "\n") {
+		data, err := exec.Command("git", "-C", repo, "show", "HEAD:"+name).Output()
+		ts.Check(err)
+		dst := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(name, l.Starter+"/")))
+		ts.Check(os.MkdirAll(filepath.Dir(dst), 0o755))
+		ts.Check(os.WriteFile(dst, data, 0o644))
+	}
+}
+
+// copyTree copies the files under src to dst.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		out := filepath.Join(dst, rel)
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(out, data, 0o644)
+	})
 }
 
 // cmdFreeport sets a variable to a free loopback port.

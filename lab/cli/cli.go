@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"quoteflowlab.dev/lab/internal/course"
 )
 
 // A command is one lab subcommand. run returns the process exit code:
@@ -20,7 +22,8 @@ type command struct {
 var commands = map[string]command{
 	"provider": {"run the provider lab (suppliers, partner, blackhole)", runProvider},
 	"list":     {"list lessons and exercises with your progress", runList},
-	"check":    {"check an exercise answer against its checkpoint and mutants", runCheck},
+	"check":    {"check an exercise answer against its checkpoint, mutants and wheats", runCheck},
+	"clean":    {"remove lab check's build cache (progress is kept)", runClean},
 	"hint":     {"print an exercise's hint", runHint},
 	"diff":     {"show what a lesson changed between two checkpoints", runDiff},
 	"verify":   {"instructor: run the whole course suite", runVerify},
@@ -65,7 +68,12 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run `lab <command> -h` for a command's flags.")
-	fmt.Fprintln(w, "Exit codes: 0 success (for check: the answer passed), 1 failure, 2 usage error.")
+	fmt.Fprintln(w, "Exit codes: 0 success (for check: the answer passed), 1 failure, 2 usage error,")
+	fmt.Fprintln(w, "3 (check only) inconclusive: the machine was too busy to judge a timed check.")
 	fmt.Fprintln(w, "`go run ./lab` prints \"exit status N\" and itself exits 1 for any failure; for the")
 	fmt.Fprintln(w, "exact code, run the installed command: `go install ./lab`, then `lab <command>`.")
 }
+
+// Lesson returns the manifest's lesson of an exercise name ("E14"), for the
+// testscripts, which cannot import the manifest's package.
+func Lesson(exercise string) (course.Lesson, error) { return course.ParseExercise(exercise) }

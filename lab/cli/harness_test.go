@@ -22,7 +22,11 @@ func TestHarnessExitCodes(t *testing.T) {
 		{"check --bogus E12", 2, "flag provided but not defined: -bogus"},
 		{"check E12 E13", 2, "want exactly one exercise"},
 		{"check E12 --timeout 0s", 2, "--timeout must be positive"},
-		{"check E12 --answer /", 2, "inside the course's root module"},
+		{"check E12 --answer /", 2, "answer / has no .go files"},
+		{"check E12 --answer ../../checkpoints/12/quoteflow", 2, "belongs to the module in"},
+		{"check E12 --repeat 0", 2, "--repeat must be between 1 and 100"},
+		{"check E15 --repeat 3", 2, "--repeat and --separate are for exercises checked with mutants"},
+		{"check E15 --answer /", 2, "is outside the repository and is not a module of its own"},
 		{"check -h", 0, "usage: lab check ENN"},
 		{"hint", 2, "want exactly one exercise"},
 		{"hint E11", 2, "unknown exercise"},
@@ -36,11 +40,11 @@ func TestHarnessExitCodes(t *testing.T) {
 		{"stats extra", 2, "usage: lab stats [--provider URL]"},
 		{"check E14 --answer lessons/14/no-such-dir", 2, "no such directory"},
 		{"check E14 --answer ../../lessons", 2, "answer lessons has no .go files: give the directory of your main package, like lessons/14/exercise"},
-		{"check E14 --variant no_floor", 2, "--variant is for E15 only"},
-		{"check E15 --variant nope --answer ../../lessons/16/answer_previous", 2, `unknown variant "nope" (known: full_budget_read, `},
-		{"check E15 --variant ../E15 --answer ../../lessons/16/answer_previous", 2, `unknown variant "../E15"`},
-		{"check E15 --variant no_floor", 2, "lessons/15/exercise/deadline/main.go is not that file: add --answer lessons/16/answer_previous"},
-		{"check -h", 0, "--variant NAME"},
+		{"check E14 --variant no_floor", 2, "--variant is for measured exercises (E15)"},
+		{"check E15 --variant nope --answer ../../lessons/16/answer_previous", 2, `no such broken variant "nope" (known: full_budget_read, `},
+		{"check E15 --variant ../E15 --answer ../../lessons/16/answer_previous", 2, `no such broken variant "../E15"`},
+		{"check E15 --variant no_floor", 2, "a file of the reference answer: add --answer lessons/16/answer_previous"},
+		{"check -h", 0, "-variant NAME"},
 	} {
 		var stdout, stderr strings.Builder
 		code := Main(strings.Fields(tc.args), &stdout, &stderr)
@@ -108,22 +112,39 @@ func TestDiffTreesShowsAddedRemovedAndChangedFiles(t *testing.T) {
 	}
 }
 
-func TestFailingTestsNamesTopLevelFailuresAndHangs(t *testing.T) {
-	out := "--- FAIL: TestA (0.00s)\n    --- FAIL: TestA/sub (0.00s)\n--- FAIL: TestB (0.01s)\nFAIL\n"
-	if got := failingTests(out); got != "TestA, TestB" {
-		t.Errorf("failingTests = %q", got)
+// lab verify reads go test -json: a failing script is named with its own
+// output, not the tail of the run; passing and skipped ones are counted.
+func TestVerifyGroupsScriptResults(t *testing.T) {
+	events := strings.Join([]string{
+		`{"Action":"run","Package":"quoteflowlab.dev/testscripts","Test":"TestScripts/e14_answer"}`,
+		`{"Action":"output","Package":"quoteflowlab.dev/testscripts","Test":"TestScripts/e14_answer","Output":"> exec lab check E14\n"}`,
+		`{"Action":"pass","Package":"quoteflowlab.dev/testscripts","Test":"TestScripts/e14_answer"}`,
+		`{"Action":"output","Package":"quoteflowlab.dev/testscripts","Test":"TestScripts/e14_starter","Output":"FAIL: testscripts/e14_starter.txtar:5: no match for verdict\n"}`,
+		`{"Action":"fail","Package":"quoteflowlab.dev/testscripts","Test":"TestScripts/e14_starter"}`,
+		`{"Action":"output","Package":"quoteflowlab.dev/testscripts","Test":"TestScripts/e13_answer","Output":"passing output of another exercise\n"}`,
+		`{"Action":"pass","Package":"quoteflowlab.dev/testscripts","Test":"TestScripts/e13_answer"}`,
+		`{"Action":"fail","Package":"quoteflowlab.dev/testscripts"}`,
+	}, "\n")
+	run := readTestEvents([]byte(events))
+	r := run.item(verifyItem{
+		match: func(_, test string) bool { return strings.HasPrefix(test, "TestScripts/e14_") },
+		want:  2,
+	})
+	if r.OK || !strings.Contains(r.Summary, "1 failed: TestScripts/e14_starter") {
+		t.Fatalf("summary %q", r.Summary)
 	}
-	hang := "panic: test timed out after 60s\n\trunning tests:\n\t\tTestSlow (1m0s)\n\ngoroutine 1 [running]:\n"
-	if got := failingTests(hang); got != "TestSlow (hung until -timeout 60s)" {
-		t.Errorf("failingTests(hang) = %q", got)
+	if !strings.Contains(r.Detail, "no match for verdict") || strings.Contains(r.Detail, "another exercise") {
+		t.Errorf("detail must be the failing script's own output:\n%s", r.Detail)
+	}
+	ok := run.item(verifyItem{match: func(_, test string) bool { return test == "TestScripts/e13_answer" }, want: 1})
+	if !ok.OK || !strings.Contains(ok.Summary, "1 scripts passed: e13_answer") {
+		t.Errorf("e13 group: %+v", ok)
 	}
 }
 
-// lab verify proves the E15 grader too: it has an item that runs the
-// testscripts named e15_variant_*, there are such scripts, and the test
-// function its -run pattern selects exists (a rename of either would
-// otherwise make the item run no script at all).
-func TestVerifyRunsTheE15GraderBrokenVariants(t *testing.T) {
+// Every script group lab verify reports matches at least one script, so
+// a rename cannot make an item silently run nothing.
+func TestEveryVerifyScriptGroupHasScripts(t *testing.T) {
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
@@ -132,24 +153,26 @@ func TestVerifyRunsTheE15GraderBrokenVariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := false
-	for _, it := range verifyItems(root, false) {
-		if strings.HasPrefix(it.name, "E15 grader: ") {
-			found = true
+	scripts := scriptNames(root)
+	for _, it := range verifyItems(root) {
+		if it.want == 0 || it.run != nil {
+			continue
 		}
-	}
-	if !found {
-		t.Errorf("lab verify has no E15 grader item")
-	}
-	scripts, err := filepath.Glob(filepath.Join(root, "testscripts", variantScripts+"*.txtar"))
-	if err != nil || len(scripts) == 0 {
-		t.Errorf("no testscripts/%s*.txtar: lab verify's E15 grader item would run no script (%v)", variantScripts, err)
+		n := 0
+		for _, s := range scripts {
+			if it.match("quoteflowlab.dev/testscripts", "TestScripts/"+s) {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("verify item %q matches no script in testscripts/", it.name)
+		}
 	}
 	src, err := os.ReadFile(filepath.Join(root, "testscripts", "script_test.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(src), "func TestScripts(t *testing.T)") {
-		t.Errorf("testscripts/script_test.go has no func TestScripts: lab verify's E15 grader item would run no script")
+		t.Errorf("testscripts/script_test.go has no func TestScripts: lab verify's script items would run nothing")
 	}
 }

@@ -23,12 +23,12 @@ func runProvider(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:9101", "HTTP address of the suppliers, partner and control endpoints")
 	bhAddr := fs.String("blackhole-addr", "127.0.0.1:9102", `address of the blackhole listener (connects time out); "" for none`)
-	scale := fs.Float64("latency-scale", 1, "multiplies every artificial delay; 0 removes them (for benchmarks)")
+	scale := fs.Float64("latency-scale", 1, fmt.Sprintf("multiplies every artificial delay, from 0 to %d; 0 removes them (for benchmarks)", provider.MaxLatencyScale))
 	if code, ok := parseProviderFlags(fs, args); !ok {
 		return code
 	}
-	if *scale < 0 {
-		fmt.Fprintln(stderr, "lab provider: --latency-scale must be 0 or more")
+	if !(*scale >= 0 && *scale <= provider.MaxLatencyScale) { // NaN fails both
+		fmt.Fprintf(stderr, "lab provider: --latency-scale must be a number from 0 to %d (got %v)\n", provider.MaxLatencyScale, *scale)
 		return 2
 	}
 

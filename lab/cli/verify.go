@@ -6,53 +6,58 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"quoteflowlab.dev/lab/grade15"
-	"quoteflowlab.dev/lab/internal/check"
 	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/mutant"
+	"quoteflowlab.dev/lab/internal/report"
+	"quoteflowlab.dev/lab/internal/runner"
 )
 
 // testTimeout bounds one `go test` run of lab verify.
 const testTimeout = 10 * time.Minute
 
-// A verifyItem is one thing the instructor's run proves.
+// A verifyItem is one thing the instructor's run proves: a group of tests.
 type verifyItem struct {
 	name string
-	run  func(ctx context.Context) itemResult
+	// dir and args say which go test run holds the item's tests; items
+	// with the same run share it. match picks the item's tests from it.
+	dir   string
+	env   string
+	args  []string
+	match func(pkg, test string) bool
+	want  int // scripts: how many must have passed (0: any number > 0)
+	// run, when set, is the item's own work instead of a go test run.
+	run func(ctx context.Context) itemResult
 }
 
 // itemResult is one row of lab verify's summary (and of its JSON).
 type itemResult struct {
-	Name      string        `json:"name"`
-	OK        bool          `json:"ok"`
-	Summary   string        `json:"summary"`
-	Detail    string        `json:"detail,omitempty"` // shown when the item fails
-	Notes     []string      `json:"notes,omitempty"`  // shown always
-	ElapsedMS int64         `json:"elapsed_ms"`
-	Report    *check.Report `json:"report,omitempty"`
-
-	output string // everything the command printed, for callers to dig in
+	Name      string   `json:"name"`
+	OK        bool     `json:"ok"`
+	Summary   string   `json:"summary"`
+	Detail    string   `json:"detail,omitempty"` // shown when the item fails: the failing tests and their output
+	Notes     []string `json:"notes,omitempty"`  // shown always
+	ElapsedMS int64    `json:"elapsed_ms"`
 }
 
 // verifyResult is the JSON document of `lab verify --json`.
 type verifyResult struct {
-	OK        bool         `json:"ok"`
-	Passed    int          `json:"passed"`
-	Total     int          `json:"total"`
-	Items     []itemResult `json:"items"`
-	ElapsedMS int64        `json:"elapsed_ms"`
+	SchemaVersion int          `json:"schema_version"`
+	OK            bool         `json:"ok"`
+	Passed        int          `json:"passed"`
+	Total         int          `json:"total"`
+	Items         []itemResult `json:"items"`
+	ElapsedMS     int64        `json:"elapsed_ms"`
 }
 
-// runVerify implements `lab verify [--json] [FILTER...]`: the instructor's
-// run over every checkpoint, answer, starter, mutant and the provider.
+// runVerify implements `lab verify [--json] [--deep] [FILTER...]`: the
+// instructor's run over every checkpoint, answer, starter, mutant and the
+// provider, as groups of the suite's own tests.
 func runVerify(args []string, stdout, stderr io.Writer) int {
 	fset := newFlags("verify", "[--json] [--deep] [--no-cache] [FILTER...]   (FILTER: run only items whose name contains it, e.g. E14)", stderr)
 	asJSON := fset.Bool("json", false, "print the results as one JSON document (progress goes to stderr)")
@@ -66,7 +71,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	items := verifyItems(root, *noCache)
+	items := verifyItems(root)
 	if *deep {
 		items = append(items, deepItems(root)...)
 	}
@@ -85,7 +90,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	res := verify(ctx, root, items, progress)
+	res := verify(ctx, root, items, *noCache, progress)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -102,35 +107,51 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func verify(ctx context.Context, root string, items []verifyItem, progress io.Writer) verifyResult {
+// verify runs each go test the items need once, then reads every item's
+// tests out of its run.
+func verify(ctx context.Context, root string, items []verifyItem, noCache bool, progress io.Writer) verifyResult {
 	start := time.Now()
 	fmt.Fprintf(progress, "lab verify: %d items in %s\n", len(items), root)
-	res := verifyResult{Total: len(items), Items: []itemResult{}}
+	res := verifyResult{SchemaVersion: report.SchemaVersion, Total: len(items), Items: []itemResult{}}
+	runs := map[string]*testRun{}
 	for i, it := range items {
-		if ctx.Err() != nil {
-			fmt.Fprintf(progress, "interrupted: %d items not run\n", len(items)-i)
-			break
-		}
 		fmt.Fprintf(progress, "[%2d/%d] %s ... ", i+1, len(items), it.name)
-		t := time.Now()
-		r := it.run(ctx)
-		r.Name, r.ElapsedMS = it.name, time.Since(t).Milliseconds()
+		began := time.Now()
+		var r itemResult
+		if it.run != nil {
+			r = it.run(ctx)
+		} else {
+			key := it.dir + "\x00" + it.env + "\x00" + strings.Join(it.args, "\x00")
+			run, done := runs[key]
+			if !done {
+				args := it.args
+				if noCache {
+					args = append([]string{"-count=1"}, args...)
+				}
+				run = goTestJSON(ctx, it.dir, it.env, args...)
+				runs[key] = run
+			}
+			r = run.item(it)
+		}
+		r.Name, r.ElapsedMS = it.name, time.Since(began).Milliseconds()
 		word := "ok"
 		if !r.OK {
-			word = "FAIL"
-		} else {
-			res.Passed++
+			word = "FAILED"
 		}
 		fmt.Fprintf(progress, "%s (%s) %s\n", word, secondsOf(r.ElapsedMS), r.Summary)
-		for _, n := range r.Notes {
-			fmt.Fprintf(progress, "        %s\n", n)
-		}
 		if !r.OK && r.Detail != "" {
-			for line := range strings.SplitSeq(strings.TrimRight(r.Detail, "\n"), "\n") {
-				fmt.Fprintf(progress, "        | %s\n", line)
-			}
+			report.Indent(progress, "    | ", r.Detail)
+		}
+		for _, n := range r.Notes {
+			fmt.Fprintf(progress, "    note: %s\n", n)
 		}
 		res.Items = append(res.Items, r)
+		if r.OK {
+			res.Passed++
+		}
+		if ctx.Err() != nil {
+			break
+		}
 	}
 	res.OK = res.Passed == res.Total
 	res.ElapsedMS = time.Since(start).Milliseconds()
@@ -138,124 +159,251 @@ func verify(ctx context.Context, root string, items []verifyItem, progress io.Wr
 }
 
 func writeSummary(w io.Writer, res verifyResult) {
+	fmt.Fprintln(w, "\nsummary:")
 	width := 0
-	for _, r := range res.Items {
-		width = max(width, len(r.Name))
+	for _, it := range res.Items {
+		width = max(width, len(it.Name))
 	}
-	fmt.Fprintf(w, "\nsummary:\n  %-6s %-*s  %7s\n", "result", width, "item", "time")
-	for _, r := range res.Items {
+	for _, it := range res.Items {
 		word := "ok"
-		if !r.OK {
-			word = "FAIL"
+		if !it.OK {
+			word = "FAILED"
 		}
-		fmt.Fprintf(w, "  %-6s %-*s  %7s\n", word, width, r.Name, secondsOf(r.ElapsedMS))
+		fmt.Fprintf(w, "  %-6s %-*s  %s\n", word, width, it.Name, secondsOf(it.ElapsedMS))
 	}
 	verdict := "PASSED"
 	if !res.OK {
 		verdict = "FAILED"
 	}
-	fmt.Fprintf(w, "\nverify: %s: %d/%d items passed in %s\n", verdict, res.Passed, res.Total, secondsOf(res.ElapsedMS))
+	fmt.Fprintf(w, "verify: %s: %d/%d items passed in %s\n", verdict, res.Passed, res.Total, secondsOf(res.ElapsedMS))
 }
 
 func secondsOf(ms int64) string { return fmt.Sprintf("%.1fs", float64(ms)/1000) }
 
+// scriptGroup is a family of testscripts lab verify reports as one item.
+type scriptGroup struct {
+	prefix string
+	what   string
+}
+
 // verifyItems discovers what there is to verify, in the order a reader
-// expects: checkpoints, mutant definitions, answers, starters, provider.
-func verifyItems(root string, noCache bool) []verifyItem {
+// expects: checkpoints, exercises (answer, starter, mutants or grader),
+// provider, the lab command.
+func verifyItems(root string) []verifyItem {
 	var items []verifyItem
-	testArgs := func(pkgs ...string) []string {
-		if noCache {
-			return append([]string{"-count=1"}, pkgs...)
-		}
-		return pkgs
-	}
 	for _, n := range checkpointNumbers(root) {
 		dir := filepath.Join(root, "checkpoints", n)
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
 			continue
 		}
 		items = append(items, verifyItem{
-			name: "checkpoint " + n + ": its own tests, standalone",
-			run: func(ctx context.Context) itemResult {
-				return goTest(ctx, dir, "GOWORK=off", testArgs("./...")...)
-			},
+			name: "checkpoint " + n + ": its own tests, standalone (GOWORK=off go test ./...)",
+			dir:  dir, env: "GOWORK=off", args: []string{"./..."},
+			match: func(string, string) bool { return true },
 		})
 	}
-	for _, l := range course.Lessons {
-		if check.HasGrader(l.Exercise()) {
-			continue
-		}
-		items = append(items, verifyItem{
-			name: l.Exercise() + " mutants: made from the current checkpoint " + strconv.Itoa(l.Number),
-			run:  func(context.Context) itemResult { return mutantsCurrent(root, l) },
-		})
-	}
-	for _, l := range course.Lessons {
-		if exists(root, l.Reference()) {
-			what := ": passes, catches every mutant"
-			if check.HasGrader(l.Exercise()) {
-				what = ": passes the grader"
+	scripts := scriptNames(root)
+	scriptRun := func(name string, match func(script string) bool) verifyItem {
+		var names []string
+		for _, s := range scripts {
+			if match(s) {
+				names = append(names, regexp.QuoteMeta(s))
 			}
-			items = append(items, verifyItem{
-				name: l.Exercise() + " reference answer " + l.Reference() + what,
-				run:  func(ctx context.Context) itemResult { return referenceAnswer(ctx, root, l) },
-			})
+		}
+		return verifyItem{
+			name: name, dir: root, env: "GOWORK=off",
+			args: []string{"-run", "^TestScripts$/^(" + strings.Join(names, "|") + ")$", "./testscripts/"},
+			match: func(_, test string) bool {
+				s, ok := strings.CutPrefix(test, "TestScripts/")
+				return ok && match(strings.SplitN(s, "/", 2)[0])
+			},
+			want: max(len(names), 1),
 		}
 	}
-	if exists(root, "lab/grade15") {
-		items = append(items, verifyItem{
-			name: "E15 grader: rejects every broken variant of the reference tools",
-			run:  func(ctx context.Context) itemResult { return graderBrokenVariants(ctx, root) },
-		})
-	}
+	prefixed := func(p string) func(string) bool { return func(s string) bool { return strings.HasPrefix(s, p) } }
 	for _, l := range course.Lessons {
-		if exists(root, l.Starter()) {
-			items = append(items, verifyItem{
-				name: l.Exercise() + " starter " + l.Starter() + ": reported as not started",
-				run:  func(ctx context.Context) itemResult { return starter(ctx, root, l) },
-			})
+		p := strings.ToLower(l.Exercise) + "_"
+		switch l.Method {
+		case report.Measured:
+			items = append(items,
+				scriptRun(l.Exercise+": reference answer passes, starter not started (scripts "+p+"answer, "+p+"starter)",
+					func(s string) bool { return s == p+"answer" || s == p+"starter" }),
+				scriptRun(l.Exercise+": the grader rejects every broken variant (scripts "+p+"variant_*)", prefixed(p+"variant_")),
+			)
+		default:
+			items = append(items, scriptRun(l.Exercise+": reference answer catches every mutant and passes every wheat; starter not started (scripts "+p+"*)", prefixed(p)))
 		}
 	}
-	if exists(root, "provider") {
-		items = append(items, verifyItem{
+	items = append(items,
+		verifyItem{
+			name: "course: every lesson complete, every check's edit applies (go test ./lab/...)",
+			dir:  root, env: "GOWORK=off", args: []string{"./lab/..."},
+			match: func(string, string) bool { return true },
+		},
+		verifyItem{
 			name: "provider: contract tests (go test ./provider/)",
-			run: func(ctx context.Context) itemResult {
-				return goTest(ctx, root, "GOWORK=off", testArgs("./provider/")...)
-			},
-		})
-	}
-	if scripts, _ := filepath.Glob(filepath.Join(root, "testscripts", "provider_*.txtar")); len(scripts) > 0 {
-		items = append(items, verifyItem{
-			name: "provider: contract over real HTTP (testscripts/provider_*.txtar)",
-			run: func(ctx context.Context) itemResult {
-				return scriptsItem(ctx, root, "provider_", len(scripts), testArgs("-v", "-run", "^TestScripts$/^provider_", "./testscripts/"))
-			},
-		})
+			dir:  root, env: "GOWORK=off", args: []string{"./provider/"},
+			match: func(string, string) bool { return true },
+		},
+	)
+	for _, g := range []scriptGroup{
+		{"provider_", "provider: contract over real HTTP"},
+		{"checkpoint_", "checkpoints: live against the provider"},
+		{"lab_", "lab command"},
+	} {
+		items = append(items, scriptRun(g.what+" (scripts "+g.prefix+"*)", prefixed(g.prefix)))
 	}
 	return items
 }
 
-// scriptsItem runs the testscripts whose names start with prefix (args
-// select them) and wants want of them to pass.
-func scriptsItem(ctx context.Context, root, prefix string, want int, args []string) itemResult {
-	res := goTest(ctx, root, "GOWORK=off", args...)
-	if !res.OK {
-		return res
+// scriptNames lists the testscripts, without .txtar.
+func scriptNames(root string) []string {
+	files, _ := filepath.Glob(filepath.Join(root, "testscripts", "*.txtar"))
+	var names []string
+	for _, f := range files {
+		names = append(names, strings.TrimSuffix(filepath.Base(f), ".txtar"))
 	}
-	passed := 0
-	for line := range strings.SplitSeq(res.output, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "--- PASS: TestScripts/"+prefix) {
-			passed++
+	return names
+}
+
+// testRun is one `go test -json` run, read into its tests.
+type testRun struct {
+	res    runner.Result
+	tests  map[string]*testResult // "pkg\x00test" → result; test "" is the package
+	order  []string
+	cached int
+}
+
+type testResult struct {
+	pkg, test string
+	action    string // pass, fail, skip
+	output    strings.Builder
+}
+
+// goTestJSON runs `go test -json args` in dir and reads its events.
+func goTestJSON(ctx context.Context, dir, env string, args ...string) *testRun {
+	var out runner.Buffer
+	res := runner.Run(ctx, runner.Cmd{
+		Name: runner.GoCommand(), Args: append([]string{"test", "-json"}, args...),
+		Dir: dir, Env: []string{env}, Timeout: testTimeout, Stdout: &out,
+	})
+	run := readTestEvents(out.Bytes())
+	run.res = res
+	return run
+}
+
+// readTestEvents reads the events of `go test -json`.
+func readTestEvents(data []byte) *testRun {
+	run := &testRun{tests: map[string]*testResult{}}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		var ev struct {
+			Action, Package, Test, Output string
+		}
+		if json.Unmarshal([]byte(line), &ev) != nil || ev.Action == "" {
+			continue
+		}
+		key := ev.Package + "\x00" + ev.Test
+		t, ok := run.tests[key]
+		if !ok {
+			t = &testResult{pkg: ev.Package, test: ev.Test}
+			run.tests[key] = t
+			run.order = append(run.order, key)
+		}
+		switch ev.Action {
+		case "output":
+			if t.output.Len() < 32<<10 {
+				t.output.WriteString(ev.Output)
+			}
+			if ev.Test == "" && strings.Contains(ev.Output, "(cached)") {
+				run.cached++
+			}
+		case "pass", "fail", "skip":
+			t.action = ev.Action
 		}
 	}
-	if passed != want {
-		return itemResult{Summary: fmt.Sprintf("%d of %d %s* scripts passed", passed, want, prefix), Detail: tail(res.output, 40), output: res.output}
+	return run
+}
+
+// item reads one item's tests out of the run.
+func (run *testRun) item(it verifyItem) itemResult {
+	var passed, failed, skipped []string
+	var detail strings.Builder
+	pkgs := 0
+	for _, key := range run.order {
+		t := run.tests[key]
+		if !it.match(t.pkg, t.test) {
+			continue
+		}
+		if t.test == "" {
+			if t.action == "pass" {
+				pkgs++
+			}
+			if t.action == "fail" && !hasFailedTest(run, t.pkg) {
+				failed = append(failed, t.pkg+" (the package: build or setup failed)")
+				fmt.Fprintf(&detail, "--- %s:\n%s", t.pkg, tailLines(t.output.String(), 30))
+			}
+			continue
+		}
+		top := !strings.Contains(strings.TrimPrefix(t.test, "TestScripts/"), "/")
+		if !top {
+			continue
+		}
+		switch t.action {
+		case "pass":
+			passed = append(passed, t.test)
+		case "skip":
+			skipped = append(skipped, t.test)
+		case "fail", "":
+			failed = append(failed, t.test)
+			fmt.Fprintf(&detail, "--- FAIL: %s (%s)\n%s", t.test, t.pkg, tailLines(t.output.String(), 40))
+		}
 	}
-	res.Summary = fmt.Sprintf("%d %s* scripts passed", passed, prefix)
-	if strings.Contains(res.output, "(cached)") {
-		res.Summary += " (cached; --no-cache reruns)"
+	r := itemResult{Detail: strings.TrimRight(detail.String(), "\n")}
+	switch {
+	case len(failed) > 0:
+		r.Summary = fmt.Sprintf("%d failed: %s", len(failed), strings.Join(failed, ", "))
+	case run.res.Err != nil || run.res.TimedOut:
+		r.Summary = "go test did not finish: " + strings.TrimSpace(fmt.Sprint(run.res.Err)) + timedOut(run.res)
+		r.Detail = tailLines(run.res.Output, 30)
+	case len(passed) == 0 && pkgs == 0:
+		r.Summary = "no test ran (all skipped, or none match?)"
+		r.Detail = tailLines(run.res.Output, 30)
+	case it.want > 0 && len(passed) < it.want:
+		r.Summary = fmt.Sprintf("%d of %d scripts passed", len(passed), it.want)
+	default:
+		r.OK = true
+		r.Summary = fmt.Sprintf("%d tests passed", len(passed))
+		if it.want > 0 {
+			names := make([]string, len(passed))
+			for i, p := range passed {
+				names[i] = strings.TrimPrefix(p, "TestScripts/")
+			}
+			r.Summary = fmt.Sprintf("%d scripts passed: %s", len(passed), strings.Join(names, ", "))
+		}
+		if run.cached > 0 {
+			r.Notes = append(r.Notes, "some results are cached: unchanged since they last passed (--no-cache reruns)")
+		}
 	}
-	return res
+	if len(skipped) > 0 {
+		r.Notes = append(r.Notes, "skipped on this system: "+strings.Join(skipped, ", "))
+	}
+	return r
+}
+
+func hasFailedTest(run *testRun, pkg string) bool {
+	for _, t := range run.tests {
+		if t.pkg == pkg && t.test != "" && t.action == "fail" {
+			return true
+		}
+	}
+	return false
+}
+
+func timedOut(res runner.Result) string {
+	if res.TimedOut {
+		return fmt.Sprintf(" (killed after %s)", testTimeout)
+	}
+	return ""
 }
 
 func exists(root, slashPath string) bool {
@@ -263,161 +411,11 @@ func exists(root, slashPath string) bool {
 	return err == nil
 }
 
-// goTest runs `go test args...` in dir with one extra environment setting.
-func goTest(ctx context.Context, dir, env string, args ...string) itemResult {
-	ctx, cancel := context.WithTimeout(ctx, testTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", append([]string{"test"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env)
-	cmd.WaitDelay = time.Second
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		if ctx.Err() != nil {
-			return itemResult{Summary: "go test did not finish within " + testTimeout.String(), Detail: tail(string(out), 40), output: string(out)}
-		}
-		return itemResult{Summary: "go test failed: " + err.Error(), Detail: tail(string(out), 40), output: string(out)}
-	}
-	ok, cached := 0, 0
-	for line := range strings.SplitSeq(string(out), "\n") {
-		if strings.HasPrefix(line, "ok ") {
-			ok++
-			if strings.Contains(line, "(cached)") {
-				cached++
-			}
-		}
-	}
-	summary := fmt.Sprintf("%d test package(s) ok", ok)
-	if ok == 0 {
-		// go test exits 0 when a pattern matches no package or -run no test
-		return itemResult{Summary: "go test ran no test package", Detail: tail(string(out), 40), output: string(out)}
-	}
-	if cached > 0 {
-		summary += fmt.Sprintf(" (%d cached: unchanged since they last passed; --no-cache reruns)", cached)
-	}
-	return itemResult{OK: true, Summary: summary, output: string(out)}
-}
-
-// variantScripts is the name prefix of the testscripts that prove the E15
-// grader: testscripts/e15_variant_<name>.txtar runs `lab check E15 --answer
-// lessons/16/answer_previous --variant <name>` and wants the broken variant
-// <name> (testscripts/mutants/E15/<name>/) rejected for the property its bug
-// breaks.
-const variantScripts = "e15_variant_"
-
-// graderBrokenVariants runs the E15 grader's own proof, the e15_variant_*
-// testscripts: every broken variant of the reference tools is rejected. It
-// always reruns (-count=1): the grader builds and runs the tools as
-// subprocesses, whose inputs go test's cache does not see. A script skipped
-// on this system (a variant caught only against the Linux blackhole) is
-// noted; at least one must have run, and every variant must have a script.
-func graderBrokenVariants(ctx context.Context, root string) itemResult {
-	names, err := grade15.VariantNames(root)
-	if err != nil {
-		return itemResult{Summary: err.Error()}
-	}
-	var missing []string
-	for _, n := range names {
-		if !exists(root, "testscripts/"+variantScripts+n+".txtar") {
-			missing = append(missing, n)
-		}
-	}
-	if len(missing) > 0 {
-		return itemResult{Summary: fmt.Sprintf("broken variants with no testscripts/%s<name>.txtar: %s", variantScripts, strings.Join(missing, ", "))}
-	}
-	res := goTest(ctx, root, "GOWORK=off", "-count=1", "-v", "-run", "^TestScripts$/^"+variantScripts, "./testscripts/")
-	var rejected, skipped []string
-	for line := range strings.SplitSeq(res.output, "\n") {
-		line = strings.TrimSpace(line)
-		if name, ok := strings.CutPrefix(line, "--- PASS: TestScripts/"+variantScripts); ok {
-			rejected = append(rejected, strings.Fields(name)[0])
-		}
-		if name, ok := strings.CutPrefix(line, "--- SKIP: TestScripts/"+variantScripts); ok {
-			skipped = append(skipped, strings.Fields(name)[0])
-		}
-	}
-	if !res.OK {
-		return res
-	}
-	if len(rejected) == 0 {
-		return itemResult{Summary: "no " + variantScripts + "* script ran (all skipped, or missing?)", Detail: tail(res.output, 40), output: res.output}
-	}
-	slices.Sort(rejected)
-	slices.Sort(skipped)
-	res.Summary = fmt.Sprintf("%d broken variants rejected: %s", len(rejected), strings.Join(rejected, ", "))
-	if len(skipped) > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("skipped on this system: %s", strings.Join(skipped, ", ")))
-	}
-	return res
-}
-
-// mutantsCurrent checks that each of l's mutant definitions replaces a file
-// that exists, was made from that file's current version, and differs from it.
-func mutantsCurrent(root string, l course.Lesson) itemResult {
-	ms, err := mutant.Load(root, l.Exercise())
-	if err != nil {
-		return itemResult{Summary: err.Error()}
-	}
-	if len(ms) == 0 {
-		return itemResult{Summary: "no mutant definitions in " + mutant.Dir + "/" + l.Exercise()}
-	}
-	var problems []string
-	for _, m := range ms {
-		if err := m.CheckCurrent(root); err != nil {
-			problems = append(problems, err.Error())
-		}
-	}
-	if len(problems) > 0 {
-		return itemResult{Summary: fmt.Sprintf("%d of %d definitions need attention", len(problems), len(ms)), Detail: strings.Join(problems, "\n")}
-	}
-	return itemResult{OK: true, Summary: fmt.Sprintf("%d definitions", len(ms))}
-}
-
-// referenceAnswer checks the published answer: it must pass and catch every
-// mutant, bonus ones included (the lesson promises the reference catches them).
-func referenceAnswer(ctx context.Context, root string, l course.Lesson) itemResult {
-	r := check.Check(ctx, check.Options{Root: root, Lesson: l, Answer: l.Reference(), CacheDir: verifyCache(root)})
-	res := itemResult{OK: r.OK, Summary: r.Summary, Report: &r}
-	var missed []string
-	for _, p := range r.Properties {
-		if !p.OK {
-			missed = append(missed, p.Name)
-		}
-	}
-	if r.OK && len(missed) > 0 {
-		res.OK = false
-		res.Summary = "passes, but misses bonus mutants the reference must catch: " + strings.Join(missed, ", ")
-	}
-	if !res.OK {
-		var b strings.Builder
-		r.WriteText(&b)
-		res.Detail = b.String()
-	}
-	return res
-}
-
-// starter checks that the exercise's starter is reported as not started.
-func starter(ctx context.Context, root string, l course.Lesson) itemResult {
-	r := check.Check(ctx, check.Options{Root: root, Lesson: l, Answer: l.Starter(), CacheDir: verifyCache(root)})
-	res := itemResult{OK: r.Verdict == check.NotStarted, Summary: "verdict " + string(r.Verdict), Report: &r}
-	if !res.OK {
-		var b strings.Builder
-		r.WriteText(&b)
-		res.Detail = b.String()
-	}
-	return res
-}
-
-// verifyCache keeps verify's binaries apart from a student's own checks.
-func verifyCache(root string) string {
-	return filepath.Join(course.StateDir(root), "cache", "verify")
-}
-
-// tail returns the last n lines of s.
-func tail(s string, n int) string {
+// tailLines returns the last n lines of s.
+func tailLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
 		lines = append([]string{"..."}, lines[len(lines)-n:]...)
 	}
-	return strings.Join(lines, "\n")
+	return strings.Join(lines, "\n") + "\n"
 }

@@ -8,23 +8,23 @@ import (
 	"strconv"
 	"strings"
 
-	"quoteflowlab.dev/lab/internal/check"
 	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/mutant"
+	"quoteflowlab.dev/lab/internal/report"
+	"quoteflowlab.dev/lab/internal/variant"
 )
 
 // deepItems check the checkpoints' own tests the way the answers are
-// checked: every mutant of a checkpoint should make its tests fail. The
-// detail names the failing tests, so an instructor can see that each mutant
-// breaks only what its story says.
+// checked: every mutant of a checkpoint should make its tests fail, and
+// every wheat should pass them. The notes name the failing tests, so an
+// instructor can see that each mutant breaks only what its story says.
 func deepItems(root string) []verifyItem {
 	var items []verifyItem
 	for _, l := range course.Lessons {
-		if check.HasGrader(l.Exercise()) {
+		if l.Method != report.Mutants {
 			continue
 		}
 		items = append(items, verifyItem{
-			name: l.Exercise() + " mutants: each fails checkpoint " + strconv.Itoa(l.Number) + "'s own tests",
+			name: l.Exercise + " deep: each mutant fails checkpoint " + strconv.Itoa(l.Number) + "'s own tests, each wheat passes them",
 			run:  func(ctx context.Context) itemResult { return mutantsVsCheckpointTests(ctx, root, l) },
 		})
 	}
@@ -36,52 +36,46 @@ func deepItems(root string) []verifyItem {
 const mutantTestTimeout = "60s"
 
 func mutantsVsCheckpointTests(ctx context.Context, root string, l course.Lesson) itemResult {
-	ms, err := mutant.Load(root, l.Exercise())
-	if err != nil || len(ms) == 0 {
+	vs, err := variant.Load(root, l.Checks, l.Exercise)
+	if err != nil || len(vs) == 0 {
 		return itemResult{Summary: fmt.Sprintf("no mutants to run (%v)", err)}
 	}
-	dir := filepath.Join(root, filepath.FromSlash(l.Checkpoint()))
+	dir := filepath.Join(root, filepath.FromSlash(l.Checkpoint))
 	var notes []string
-	survived := 0
-	for _, m := range ms {
-		ov, err := m.WriteOverlay(root, filepath.Join(verifyCache(root), "deep", m.Exercise, m.Name))
+	wrong := 0
+	for _, v := range vs {
+		ov, err := variant.WriteOverlay(root, filepath.Join(root, ".lab", "cache", "verify", "deep", v.Exercise, v.Name), v)
 		if err != nil {
 			return itemResult{Summary: err.Error()}
 		}
-		res := goTest(ctx, dir, "GOWORK=off", "-count=1", "-timeout="+mutantTestTimeout, "-overlay="+ov, "./...")
+		run := goTestJSON(ctx, dir, "GOWORK=off", "-count=1", "-timeout="+mutantTestTimeout, "-overlay="+ov, "./...")
+		var failed []string
+		for _, key := range run.order {
+			t := run.tests[key]
+			if t.action == "fail" && t.test != "" && !strings.Contains(t.test, "/") {
+				failed = append(failed, t.test)
+			}
+		}
+		slices.Sort(failed)
 		switch {
-		case res.OK:
-			survived++
-			notes = append(notes, m.Name+": SURVIVED, every test passed")
-		case strings.Contains(res.output, "[build failed]") || strings.Contains(res.output, "[setup failed]"):
-			survived++ // not a kill: the tests never ran
-			notes = append(notes, m.Name+": BUILD FAILED with the checkpoint's tests:\n"+tail(res.output, 10))
+		case v.Kind == variant.Wheat && run.res.OK():
+			notes = append(notes, v.Name+" (wheat): every test passes, as it must")
+		case v.Kind == variant.Wheat:
+			wrong++
+			notes = append(notes, v.Name+" (wheat): FAILS "+orBuild(failed))
+		case run.res.OK():
+			wrong++
+			notes = append(notes, v.Name+": SURVIVED, every test passed")
 		default:
-			notes = append(notes, m.Name+": fails "+failingTests(res.output))
+			notes = append(notes, v.Name+": fails "+orBuild(failed))
 		}
 	}
-	return itemResult{OK: survived == 0, Summary: fmt.Sprintf("%d of %d mutants make the tests fail", len(ms)-survived, len(ms)), Notes: notes}
+	return itemResult{OK: wrong == 0, Summary: fmt.Sprintf("%d of %d checks behave", len(vs)-wrong, len(vs)), Notes: notes}
 }
 
-// failingTests names the top-level tests in go test output that failed or
-// hung until the -timeout.
-func failingTests(out string) string {
-	var names []string
-	hung := false
-	for line := range strings.SplitSeq(out, "\n") {
-		line = strings.TrimSpace(line)
-		if name, ok := strings.CutPrefix(line, "--- FAIL: "); ok && !strings.Contains(name, "/") {
-			names = append(names, strings.Fields(name)[0])
-		}
-		if strings.HasPrefix(line, "panic: test timed out") {
-			hung = true
-		} else if hung && strings.HasPrefix(line, "Test") && strings.HasSuffix(line, ")") {
-			// the running tests, listed under the timeout panic
-			names = append(names, strings.Fields(line)[0]+" (hung until -timeout "+mutantTestTimeout+")")
-		}
-	}
+func orBuild(names []string) string {
 	if len(names) == 0 {
 		return "(the build or the test binary failed)"
 	}
-	return strings.Join(slices.Compact(names), ", ")
+	return strings.Join(names, ", ")
 }

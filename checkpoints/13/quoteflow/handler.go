@@ -3,17 +3,46 @@ package quoteflow
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/gorilla/mux"
 )
 
-// Handler returns the HTTP API: all routes in one place.
+// Handler returns the HTTP API: all routes in one place. What a handler
+// leaves unread of a request body is drained (server.go).
 func (s *Service) Handler() http.Handler {
 	r := mux.NewRouter()
 	r.HandleFunc("/health", health).Methods(http.MethodGet)
 	r.HandleFunc("/api/quotes", s.postQuote).Methods(http.MethodPost)
-	return r
+	r.NotFoundHandler = http.HandlerFunc(notFound)
+	r.MethodNotAllowedHandler = methodNotAllowed(r)
+	return drainAfter(r)
+}
+
+// notFound and methodNotAllowed answer the router's errors in JSON, like every other error of ours.
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusNotFound, map[string]string{"detail": "no such path: " + r.URL.Path})
+}
+
+func methodNotAllowed(router *mux.Router) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var allow []string
+		for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+			http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+			var m mux.RouteMatch
+			probe := r.Clone(r.Context())
+			probe.Method = method
+			if router.Match(probe, &m) && m.MatchErr == nil {
+				allow = append(allow, method)
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{
+			"detail": fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", ")),
+		})
+	})
 }
 
 func health(w http.ResponseWriter, _ *http.Request) {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path"
+	"slices"
 	"testing"
 )
 
@@ -55,6 +56,64 @@ func TestOverRealHTTPARefusedConnectionIsATransportError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, name := range suppliers {
+		if got := codes(res)[name]; got != CodeTransportError {
+			t.Errorf("%s = %q, want transport_error", name, got)
+		}
+	}
+}
+
+// brokenBoreal answers normally, except boreal, which speaks HTTP wrongly in
+// the way named by its scenario: a status line that is not HTTP, or a
+// chunked body whose chunk size is not a number.
+func brokenBoreal(w http.ResponseWriter, r *http.Request) {
+	supplier := path.Base(r.URL.Path)
+	if supplier != "boreal" {
+		provider(w, r)
+		return
+	}
+	conn, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(err)
+	}
+	defer conn.Close()
+	switch r.URL.Query().Get("scenario") {
+	case "malformed":
+		buf.WriteString("HTTP/1.1 OK\r\nContent-Length: 0\r\n\r\n")
+	default:
+		buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
+	}
+	buf.Flush()
+}
+
+func TestOverRealHTTPASupplierSpeakingBrokenHTTPIsATransportError(t *testing.T) {
+	srv := newTestServer(t, brokenBoreal)
+	for _, scenario := range []string{"malformed", "broken"} { // a bad status line; a bad chunk
+		t.Run(scenario, func(t *testing.T) {
+			s := newService(t, Config{ProviderURL: srv.URL})
+			rec := post(t, s.Handler(), `{"quantity": 1, "scenario": "`+scenario+`"}`)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status = %d, want 200: %s", rec.Code, rec.Body)
+			}
+			res := decodeJSON[QuoteResult](t, rec)
+			if got := codes(res)["boreal"]; got != CodeTransportError {
+				t.Errorf("boreal = %q, want transport_error", got)
+			}
+			if got := quoted(res); !slices.Equal(got, []string{"cedar", "atlas"}) {
+				t.Errorf("quoted %v, want atlas and cedar kept: [cedar atlas]", got)
+			}
+		})
+	}
+}
+
+func TestOverRealHTTPAnHTTPSURLToAPlainHTTPServerIsATransportError(t *testing.T) {
+	srv := newTestServer(t, provider)
+	s := newService(t, Config{ProviderURL: "https://" + srv.Listener.Addr().String()})
+	rec := post(t, s.Handler(), `{}`)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status = %d, want 200: %s", rec.Code, rec.Body)
+	}
+	res := decodeJSON[QuoteResult](t, rec)
 	for _, name := range suppliers {
 		if got := codes(res)[name]; got != CodeTransportError {
 			t.Errorf("%s = %q, want transport_error", name, got)

@@ -9,17 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"syscall"
 )
 
 // maxSupplierBody caps how much of a supplier's answer we read.
 const maxSupplierBody = 64 << 10
 
 // outcome is one supplier's final word: a quote, or a failure code.
-// err is set only for a program error, which is not a supplier failure.
+// err is set only for a program error of ours, which is not a supplier failure.
 type outcome struct {
 	quote *Quote
 	code  Code
@@ -37,9 +35,13 @@ func (s *Service) attempt(ctx context.Context, supplier string, req QuoteRequest
 		return failed(CodeTimeout, err) // the deadline passed while waiting in line
 	}
 	defer release()
-	resp, err := s.client.Do(s.newRequest(ctx, supplier, req, id))
+	r, err := s.newRequest(ctx, supplier, req, id)
 	if err != nil {
-		return classifyError(ctx, supplier, err)
+		return outcome{err: err} // a request we cannot build is our bug, not the supplier's failure
+	}
+	resp, err := s.client.Do(r)
+	if err != nil {
+		return classifyError(ctx, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -47,7 +49,7 @@ func (s *Service) attempt(ctx context.Context, supplier string, req QuoteRequest
 	}
 	body, err := readBody(resp)
 	if err != nil {
-		return classifyError(ctx, supplier, err)
+		return classifyError(ctx, err)
 	}
 	q, err := decodeQuote(body, supplier, req.SKU)
 	if err != nil {
@@ -56,15 +58,18 @@ func (s *Service) attempt(ctx context.Context, supplier string, req QuoteRequest
 	return outcome{quote: q}
 }
 
-func (s *Service) newRequest(ctx context.Context, supplier string, req QuoteRequest, id string) *http.Request {
+func (s *Service) newRequest(ctx context.Context, supplier string, req QuoteRequest, id string) (*http.Request, error) {
 	u := s.providerURL.JoinPath("quotes", supplier)
 	u.RawQuery = url.Values{"sku": {req.SKU}, "scenario": {req.Scenario}}.Encode()
-	r, _ := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil) // ctx and method are valid
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("quoteflow: cannot build the request to %s: %w", supplier, err)
+	}
 	r.Header.Set("X-Request-ID", id)
 	// Asking for gzip ourselves stops http.Transport from decoding it
 	// silently, so a broken gzip body surfaces in readBody as invalid data.
 	r.Header.Set("Accept-Encoding", "gzip")
-	return r
+	return r, nil
 }
 
 // readBody reads at most maxSupplierBody bytes, gunzipping if the supplier says so.
@@ -80,39 +85,26 @@ func readBody(resp *http.Response) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(r, maxSupplierBody))
 }
 
-// classifyError turns a failed exchange into a failure code. An error that
-// is neither the deadline, nor undecodable data, nor a network failure is a
-// program error and is returned as such, not dressed up as a supplier failure.
-func classifyError(ctx context.Context, supplier string, err error) outcome {
+// classifyError turns a failed exchange into a failure code. Every error
+// that comes back from the exchange is the supplier's failure, never ours:
+// past the deadline it is a timeout; a body that says gzip and is not, invalid
+// data; anything else is a transport error, whether the connection failed
+// (refused, reset, cut) or the supplier spoke HTTP wrongly (a malformed status
+// line, a plain-HTTP answer to https://, a broken chunk).
+func classifyError(ctx context.Context, err error) outcome {
 	switch {
 	case ctx.Err() != nil:
 		return failed(CodeTimeout, err)
 	case isBadEncoding(err):
 		return failed(CodeInvalidData, err)
-	case isNetworkError(err):
-		return failed(CodeTransportError, err)
 	}
-	return outcome{err: fmt.Errorf("quoteflow: unexpected error asking %s: %w", supplier, err)}
+	return failed(CodeTransportError, err)
 }
 
 // isBadEncoding reports a body that says gzip but does not decode as gzip.
 func isBadEncoding(err error) bool {
 	var corrupt flate.CorruptInputError
 	return errors.Is(err, gzip.ErrHeader) || errors.Is(err, gzip.ErrChecksum) || errors.As(err, &corrupt)
-}
-
-// isNetworkError reports whether err comes from the connection: a net.Error
-// below the *url.Error that http.Client wraps around everything, an errno,
-// or a connection closed before or during the answer.
-func isNetworkError(err error) bool {
-	var uerr *url.Error
-	if errors.As(err, &uerr) {
-		err = uerr.Err
-	}
-	var nerr net.Error
-	var errno syscall.Errno
-	return errors.As(err, &nerr) || errors.As(err, &errno) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // supplierQuote is the provider's 200 body; pointers tell missing from zero.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -121,7 +122,47 @@ func decodeString(raw json.RawMessage, field string, dst *string) error {
 	if err := json.Unmarshal(raw, dst); err != nil {
 		return invalid(field, "must be a string")
 	}
+	if !lossless(raw) {
+		return invalid(field, "must be valid UTF-8 text")
+	}
 	return nil
+}
+
+// lossless reports whether the JSON string literal raw decodes to exactly
+// what was sent. encoding/json replaces a byte that is not UTF-8, and a lone
+// surrogate escape such as \ud800, with U+FFFD; we reject both instead of
+// answering about a SKU nobody asked for.
+func lossless(raw []byte) bool {
+	if !utf8.Valid(raw) {
+		return false
+	}
+	// raw has been decoded, so every backslash starts a valid escape.
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++
+		if raw[i] != 'u' {
+			continue // \n, \", \\ and the like
+		}
+		r := hex4(raw[i+1:])
+		i += 4
+		if !utf16.IsSurrogate(r) {
+			continue
+		}
+		if r >= 0xdc00 || !bytes.HasPrefix(raw[i+1:], []byte(`\u`)) ||
+			utf16.DecodeRune(r, hex4(raw[i+3:])) == utf8.RuneError {
+			return false
+		}
+		i += 6 // the low half of the pair
+	}
+	return true
+}
+
+// hex4 reads the four hex digits of a \u escape.
+func hex4(b []byte) rune {
+	n, _ := strconv.ParseUint(string(b[:4]), 16, 16)
+	return rune(n)
 }
 
 // decodeInteger accepts only a JSON integer literal: no bool, string,
@@ -135,11 +176,14 @@ func decodeInteger(raw json.RawMessage, field string, dst *int) error {
 	return nil
 }
 
-// Validate checks the ranges: SKU 1..64 characters, Quantity 1..100,
+// Validate checks the ranges: SKU 1..64 characters of UTF-8, Quantity 1..100,
 // Scenario one of Scenarios. It applies no defaults.
 func (q QuoteRequest) Validate() error {
 	if n := utf8.RuneCountInString(q.SKU); n < 1 || n > 64 {
 		return invalid("sku", "must be 1 to 64 characters")
+	}
+	if !utf8.ValidString(q.SKU) {
+		return invalid("sku", "must be valid UTF-8 text")
 	}
 	if q.Quantity < 1 || q.Quantity > 100 {
 		return invalid("quantity", "must be an integer from 1 to 100")

@@ -28,6 +28,9 @@ func TestInvalidRequestsAre422AndContactNoSupplier(t *testing.T) {
 		{"empty sku", `{"sku": ""}`, "sku"},
 		{"sku of 65 characters", `{"sku": "` + strings.Repeat("K", 65) + `"}`, "sku"},
 		{"numeric sku", `{"sku": 1}`, "sku"},
+		{"sku with a byte that is not UTF-8", "{\"sku\": \"KB-\xff\"}", "sku"},
+		{"sku with a lone surrogate escape", `{"sku": "KB-\ud800"}`, "sku"},
+		{"scenario with a byte that is not UTF-8", "{\"scenario\": \"normal\xc3\"}", "scenario"},
 		{"unknown scenario", `{"scenario": "chaos"}`, "scenario"},
 		{"trailing comma", `{"sku": "KB-001",}`, "body"},
 		{"trailing garbage", `{"sku": "KB-001"} x`, "body"},
@@ -69,6 +72,26 @@ func TestDecodeAcceptsTheLimits(t *testing.T) {
 		if _, err := DecodeQuoteRequest(strings.NewReader(body)); err != nil {
 			t.Errorf("%s: %v", body, err)
 		}
+	}
+}
+
+// Text is taken exactly as sent: non-ASCII and escaped characters are kept,
+// never replaced by U+FFFD.
+func TestDecodeKeepsValidUnicode(t *testing.T) {
+	got, err := DecodeQuoteRequest(strings.NewReader(`{"sku": "clé-\u00e9-\ud83d\ude00-\ufffd-\\ud800"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "clé-é-😀-\ufffd-\\ud800"; got.SKU != want {
+		t.Errorf("sku = %q, want %q", got.SKU, want)
+	}
+}
+
+func TestValidateRejectsAnSKUThatIsNotUTF8(t *testing.T) {
+	err := QuoteRequest{SKU: "KB-\xff", Quantity: 1, Scenario: "normal"}.Validate()
+	var verr *ValidationError
+	if !errors.As(err, &verr) || verr.Field != "sku" {
+		t.Errorf("err = %v, want a *ValidationError for sku", err)
 	}
 }
 

@@ -81,6 +81,7 @@ func TestFinalFailuresAreNotRetried(t *testing.T) {
 		{"500", status(500), HTTPCode(500)},
 		{"429", status(429), HTTPCode(429)},
 		{"a network error not on the list", fail(&net.DNSError{Err: "no such host", Name: "x"}), CodeTransportError},
+		{"a malformed status line", fail(errMalformed), CodeTransportError},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

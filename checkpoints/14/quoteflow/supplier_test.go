@@ -1,12 +1,14 @@
 package quoteflow
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -19,7 +21,19 @@ var (
 	errRefused     = opError("dial", syscall.ECONNREFUSED)
 	errReset       = opError("read", syscall.ECONNRESET)
 	errReadTimeout = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	// errMalformed is what net/http itself returns for a status line that is not HTTP.
+	errMalformed = readResponseError("HTTP/1.1 OK\r\n\r\n")
 )
+
+// readResponseError is the error net/http gives when reading raw as a response.
+func readResponseError(raw string) error {
+	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(raw)), nil)
+	if err == nil {
+		resp.Body.Close()
+		panic("readResponseError: " + raw + " reads as a valid response")
+	}
+	return err
+}
 
 func TestEveryFailureShapeIsClassified(t *testing.T) {
 	cases := []struct {
@@ -46,6 +60,8 @@ func TestEveryFailureShapeIsClassified(t *testing.T) {
 		{"read timeout", fail(errReadTimeout), CodeTransportError},
 		{"closed before answering", fail(io.EOF), CodeTransportError},
 		{"cut mid-answer", fail(io.ErrUnexpectedEOF), CodeTransportError},
+		{"malformed status line", fail(errMalformed), CodeTransportError},
+		{"an error of no known kind", fail(errors.New("fake: something went wrong in the exchange")), CodeTransportError},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -80,14 +96,21 @@ func TestAGoodGzipBodyIsDecoded(t *testing.T) {
 	}
 }
 
-func TestAnUnexpectedErrorIsNotASupplierFailure(t *testing.T) {
-	bug := errors.New("fake: a bug, not a network failure")
-	s := newService(t, Config{Transport: newFake(map[string]reply{"boreal": fail(bug)})})
-	if _, err := s.Quote(testCtx(t), kb(2)); !errors.Is(err, bug) {
-		t.Fatalf("err = %v, want the program error itself", err)
+// Whatever error the HTTP exchange returns, it is the supplier's failure:
+// a 200 with transport_error and the other quotes kept, never a 500 of ours.
+func TestAnyErrorFromTheExchangeIsATransportErrorInsideA200(t *testing.T) {
+	odd := errors.New("fake: an error of no known kind")
+	s := newService(t, Config{Transport: newFake(map[string]reply{"boreal": fail(odd)})})
+	rec := post(t, s.Handler(), `{"quantity": 1}`)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status = %d, want 200: %s", rec.Code, rec.Body)
 	}
-	if rec := post(t, s.Handler(), `{}`); rec.Code != http.StatusInternalServerError {
-		t.Errorf("handler status = %d, want 500", rec.Code)
+	res := decodeJSON[QuoteResult](t, rec)
+	if got := codes(res)["boreal"]; got != CodeTransportError {
+		t.Errorf("boreal = %q, want transport_error", got)
+	}
+	if got := quoted(res); !slices.Equal(got, []string{"cedar", "atlas"}) {
+		t.Errorf("quoted %v, want atlas and cedar kept: [cedar atlas]", got)
 	}
 }
 

@@ -3,6 +3,7 @@ package quoteflow
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -52,12 +53,36 @@ func TestSupplierFailuresAreStillA200(t *testing.T) {
 	}
 }
 
-func TestWrongMethodIsRefused(t *testing.T) {
+// Every error of ours is JSON with a detail sentence, the router's too.
+func TestRoutingErrorsAreJSON(t *testing.T) {
 	s := newService(t, Config{Transport: newFake(nil)})
-	rec := httptest.NewRecorder()
-	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/quotes", nil))
-	if rec.Code != http.StatusMethodNotAllowed {
-		t.Errorf("GET /api/quotes = %d, want 405", rec.Code)
+	for _, c := range []struct {
+		method, path string
+		status       int
+		allow        string
+	}{
+		{http.MethodGet, "/api/quotes", http.StatusMethodNotAllowed, "POST"},
+		{http.MethodPut, "/api/quotes", http.StatusMethodNotAllowed, "POST"},
+		{http.MethodPost, "/health", http.StatusMethodNotAllowed, "GET"},
+		{http.MethodGet, "/api/quote", http.StatusNotFound, ""},
+		{http.MethodPost, "/", http.StatusNotFound, ""},
+	} {
+		t.Run(c.method+" "+c.path, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			s.Handler().ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
+			if rec.Code != c.status {
+				t.Errorf("status = %d, want %d", rec.Code, c.status)
+			}
+			if got := rec.Header().Get("Allow"); got != c.allow {
+				t.Errorf("Allow = %q, want %q", got, c.allow)
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type = %q, want application/json", ct)
+			}
+			if got := decodeJSON[map[string]string](t, rec)["detail"]; !strings.Contains(got, c.path) {
+				t.Errorf("detail = %q, want a sentence naming %s", got, c.path)
+			}
+		})
 	}
 }
 

@@ -1,94 +1,75 @@
-// Package check runs an exercise answer against its checkpoint and against
-// each of the checkpoint's mutants, and reports what it caught.
+// Package check grades an exercise whose answer is a test (method
+// "mutants"): the answer must pass on the correct checkpoint and on every
+// wheat (a checkpoint changed in a way its contract allows), and fail on
+// every mutant (a checkpoint with one bug).
 //
-// The answer is built once per variant with `go build -overlay`: the
-// reference build sees the checkpoint as it is, each mutant build sees one
-// checkpoint file replaced by its broken copy. Nothing in the student's tree
-// is copied or modified; binaries and overlay files live in a cache
-// directory (by default .lab/cache). Binaries keep a stable path per
-// exercise, answer and variant, so when nothing changed `go build` finds the
-// binary up to date and skips the link, which is most of the cost.
+// The answer is built once, against a mutant schema (package schemata):
+// one binary holds the correct checkpoint and every mutant and wheat, and
+// an environment variable picks one per run. An edit that cannot be
+// switched at run time gets a build of its own through `go build -overlay`.
+// Nothing in the student's tree is copied or changed; binaries and
+// generated files live in a cache directory (by default .lab/cache).
+//
+// Runs happen one at a time, so what runs has the machine to itself: the
+// answers observe timing. A machine monitor watches how busy the machine
+// is; a run that goes wrong while it is busy is run again, and when it goes
+// wrong again the property is "inconclusive", never a failure.
 package check
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/mutant"
+	"quoteflowlab.dev/lab/internal/machine"
+	"quoteflowlab.dev/lab/internal/report"
+	"quoteflowlab.dev/lab/internal/runner"
+	"quoteflowlab.dev/lab/internal/schemata"
+	"quoteflowlab.dev/lab/internal/variant"
 )
 
 // DefaultTimeout bounds one run of an answer. An answer is expected to
 // finish in well under 5 s; one that does not is killed and reported.
 const DefaultTimeout = 20 * time.Second
 
-// buildTimeout bounds one `go build`; a cold build on a slow laptop compiles
-// the standard library's net/http and can take a while.
-const buildTimeout = 10 * time.Minute
+// keepBuilds is how many answers' builds the cache keeps per exercise.
+const keepBuilds = 3
 
 // Options says what to check.
 type Options struct {
 	Root     string        // repository root
 	Lesson   course.Lesson // the exercise's lesson
-	Answer   string        // answer package, slash path relative to Root; default the lesson's starter
+	Answer   string        // slash path from Root, or an absolute directory anywhere; default the lesson's starter
 	Timeout  time.Duration // per run of the answer; default DefaultTimeout
-	CacheDir string        // binaries and overlays; default <state dir>/cache
-	Jobs     int           // builds at once; default the number of CPUs, at least 2
-	// Variant (E15 only, instructors) names a broken variant of the reference
-	// answer (testscripts/mutants/E15/<name>/) to swap into the answer, via
-	// the grader's overlay, before grading it; the answer's files stay as
-	// they are. The caller checks the name (lab check's --variant).
-	Variant string
+	CacheDir string        // binaries and generated files; default <state dir>/cache
+	Repeat   int           // runs per build (default 1); with more, an answer whose result changes is flaky
+	Separate bool          // one build per mutant and wheat instead of one schema build (slower; instructors)
+	// Machine watches how busy the machine is; default machine.Start().
+	// Tests give one that always (or never) says busy.
+	Machine Monitor
 }
 
-// A Grader checks an exercise that is not checked with mutants (E15: the
-// budget tools are run and measured). It reports through the same Report,
-// one Property per graded property.
-type Grader func(ctx context.Context, opts Options) Report
-
-var (
-	gradersMu sync.Mutex
-	graders   = map[string]Grader{}
-)
-
-// Register makes g the checker of exercise (e.g. "E15"), in place of mutants.
-func Register(exercise string, g Grader) {
-	gradersMu.Lock()
-	defer gradersMu.Unlock()
-	graders[exercise] = g
-}
-
-func graderFor(exercise string) Grader {
-	gradersMu.Lock()
-	defer gradersMu.Unlock()
-	return graders[exercise]
-}
-
-// HasGrader reports whether exercise is checked by a registered grader.
-func HasGrader(exercise string) bool { return graderFor(exercise) != nil }
-
-// Check checks one answer and returns its report; every problem, including
-// an answer that does not compile, is described in the report.
-func Check(ctx context.Context, opts Options) Report {
-	o := opts.withDefaults()
-	if g := graderFor(o.Lesson.Exercise()); g != nil {
-		return g(ctx, o)
-	}
-	return checkMutants(ctx, o)
+// A Monitor says how busy the machine was over a window of the check.
+type Monitor interface {
+	Mark() int                     // the start of a window
+	Since(mark int) report.Machine // the window from mark to now
+	Stop() report.Machine          // everything; the monitor stops
 }
 
 func (o Options) withDefaults() Options {
 	if o.Answer == "" {
-		o.Answer = o.Lesson.Starter()
+		o.Answer = o.Lesson.Starter
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
@@ -96,238 +77,512 @@ func (o Options) withDefaults() Options {
 	if o.CacheDir == "" {
 		o.CacheDir = filepath.Join(course.StateDir(o.Root), "cache")
 	}
-	if o.Jobs <= 0 {
-		o.Jobs = max(runtime.NumCPU(), 2)
-	}
+	o.Repeat = max(o.Repeat, 1)
 	return o
 }
 
-// ErrAnswerOutside is returned by ResolveAnswer for a directory that is not a
-// package of the course's root module.
-var ErrAnswerOutside = errors.New("an answer must be a directory inside the course's root module")
-
-// ResolveAnswer turns dir (relative to cwd, or absolute) into the slash path
-// of an answer package relative to root. The directory must exist and belong
-// to the root module (not to a checkpoint's nested module), because the
-// answer is built as a package of that module.
-func ResolveAnswer(root, cwd, dir string) (string, error) {
-	abs := dir
-	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(cwd, dir)
+// Again is the command that runs this check again.
+func (o Options) Again() string {
+	again := "lab check " + o.Lesson.Exercise
+	if o.Answer != "" && o.Answer != o.Lesson.Starter {
+		again += " --answer " + o.Answer
 	}
-	abs = filepath.Clean(abs)
-	rel, err := filepath.Rel(root, abs)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("%w: %s is outside %s", ErrAnswerOutside, dir, root)
-	}
-	fi, err := os.Stat(abs)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("answer %s: no such directory (%s)", dir, abs)
-	}
-	if err != nil {
-		return "", fmt.Errorf("answer %s: %w", dir, err)
-	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("answer %s: not a directory (give the package directory)", dir)
-	}
-	for d := abs; d != root && d != filepath.Dir(d); d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return "", fmt.Errorf("%w: %s belongs to the module in %s", ErrAnswerOutside, dir, d)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return "", err
-		}
-	}
-	if rel == "." {
-		return "", fmt.Errorf("%w: %s is the repository root, not an answer package", ErrAnswerOutside, dir)
-	}
-	return filepath.ToSlash(rel), nil
+	return again
 }
 
-// build is a `go build` started in the background.
-type build struct {
-	done chan struct{}
-	bin  string
-	res  execResult
-}
-
-// startBuild builds the answer into bin with overlay once a slot in sem is free.
-func (o Options) startBuild(ctx context.Context, sem chan struct{}, overlay, bin string) *build {
-	b := &build{done: make(chan struct{}), bin: bin}
-	go func() {
-		defer close(b.done)
-		select {
-		case sem <- struct{}{}:
-			defer func() { <-sem }()
-		case <-ctx.Done():
-			b.res = execResult{ExitCode: -1, Err: ctx.Err()}
-			return
-		}
-		b.res = goBuild(ctx, o.Root, overlay, bin, "./"+o.Answer)
-	}()
-	return b
-}
-
-func failedBuild(err error) *build {
-	b := &build{done: make(chan struct{}), res: execResult{ExitCode: -1, Err: err}}
-	close(b.done)
-	return b
-}
-
-func (b *build) wait() execResult {
-	<-b.done
-	return b.res
-}
-
-// goBuild runs `go build` of pkg into bin at root. The module is built on
-// its own (GOWORK=off): the root module reaches the checkpoints with replace
-// directives, and a go.work a student keeps above the clone must not change
-// what is checked.
-func goBuild(ctx context.Context, root, overlay, bin, pkg string) execResult {
-	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
-		return execResult{ExitCode: -1, Err: err}
-	}
-	args := []string{"build", "-ldflags=-s -w", "-o", bin}
-	if overlay != "" {
-		args = append(args, "-overlay", overlay)
-	}
-	args = append(args, pkg)
-	res := execute(ctx, buildTimeout, root, environ("GOWORK=off"), "go", args...)
-	if errors.Is(res.Err, exec.ErrNotFound) {
-		res.Err = fmt.Errorf("the go command is not on your PATH: %w", res.Err)
-	}
-	return res
-}
-
-// exe adds the platform's executable suffix.
-func exe(name string) string {
-	if runtime.GOOS == "windows" {
-		return name + ".exe"
-	}
-	return name
-}
-
-// answerKey names an answer's cache directory: its path, readable.
-func answerKey(answer string) string {
-	return strings.NewReplacer("/", "_", ".", "_").Replace(answer)
-}
-
-func checkMutants(ctx context.Context, o Options) (r Report) {
+// Mutants checks one answer and returns its report; every problem,
+// including an answer that does not compile, is described in the report.
+func Mutants(ctx context.Context, opts Options) (r report.Report) {
 	start := time.Now()
-	ex := o.Lesson.Exercise()
-	r = Report{
-		Exercise:   ex,
-		Title:      o.Lesson.DisplayTitle(o.Root),
-		Answer:     o.Answer,
-		Checkpoint: o.Lesson.Checkpoint(),
-		Properties: []Property{},
+	o := opts.withDefaults()
+	l := o.Lesson
+	r = report.Report{
+		SchemaVersion: report.SchemaVersion,
+		Exercise:      l.Exercise,
+		Title:         l.DisplayTitle(o.Root),
+		Method:        report.Mutants,
+		Answer:        o.Answer,
+		Checkpoint:    l.Checkpoint,
+		Properties:    []report.Prop{},
+		Repeat:        o.Repeat,
 	}
-	defer func() { r.ElapsedMS = time.Since(start).Milliseconds() }()
+	mon := o.Machine
+	if mon == nil {
+		mon = machine.Start()
+	}
+	defer func() {
+		m := mon.Stop()
+		r.Machine = &m
+		r.ElapsedMS = time.Since(start).Milliseconds()
+	}()
 
-	muts, err := mutant.Load(o.Root, ex)
+	all, err := variant.Load(o.Root, l.Checks, l.Exercise)
 	if err != nil {
-		r.Verdict, r.Summary = Failed, "cannot read the mutant definitions: "+err.Error()
+		r.Verdict, r.Summary = report.Failed, "cannot read the mutant definitions: "+err.Error()
 		return r
 	}
-	for _, m := range muts {
-		r.Properties = append(r.Properties, Property{Name: m.Name, Story: m.Story, Required: m.Required, Status: StatusNotRun})
+	vs := slices.DeleteFunc(all, func(v variant.Variant) bool { return v.Kind == variant.Broken })
+	for _, v := range vs {
+		r.Properties = append(r.Properties, report.Prop{Name: v.Name, Kind: kindOf(v), Story: v.Story, Required: v.Required, Status: report.NotRun})
 	}
 
-	// One step at a time, so that what runs has the machine to itself:
-	// answers observe timing (a request that "queues", a slot free during a
-	// backoff), and a machine busy compiling could fail a correct one. The
-	// reference goes first: when it does not pass, nothing else is built.
-	binDir := filepath.Join(o.CacheDir, ex, answerKey(o.Answer))
-	r.Reference = o.runReference(ctx, filepath.Join(binDir, exe("reference")))
-	if r.Reference.Status == StatusPassed {
-		builds := o.buildMutants(ctx, muts, binDir)
-		o.runMutants(ctx, builds, r.Properties)
+	c := &checker{o: o, mon: mon, r: &r}
+	b, err := c.prepare(ctx, vs)
+	if err != nil {
+		r.Verdict, r.Summary = report.Failed, err.Error()
+		return r
 	}
-	r.decide(o)
+	r.Reference = c.reference(ctx, b)
+	if r.Reference.Status == report.Pass {
+		c.variants(ctx, b, vs)
+	}
+	c.decide()
 	if ctx.Err() != nil {
-		r.Verdict, r.OK, r.Summary, r.Next = Failed, false, "interrupted before the check finished.", ""
+		r.Verdict, r.OK, r.Summary, r.Next = report.Failed, false, "interrupted before the check finished.", ""
 	}
 	return r
 }
 
-// runReference builds the answer against the real checkpoint into bin and runs it.
-func (o Options) runReference(ctx context.Context, bin string) *Run {
-	res := goBuild(ctx, o.Root, "", bin, "./"+o.Answer)
-	if !res.ok() {
-		return &Run{Status: StatusBuildFailed, ExitCode: res.ExitCode, Output: buildOutput(res), ElapsedMS: res.Elapsed.Milliseconds()}
+func kindOf(v variant.Variant) report.Kind {
+	if v.Kind == variant.Wheat {
+		return report.Wheat
 	}
-	res = execute(ctx, o.Timeout, o.Root, environ(), bin)
-	run := &Run{Status: StatusFailed, ExitCode: res.ExitCode, Output: res.Output, ElapsedMS: res.Elapsed.Milliseconds()}
+	return report.Mutant
+}
+
+// checker is one check in progress.
+type checker struct {
+	o   Options
+	mon Monitor
+	r   *report.Report
+}
+
+// builds are the binaries of one check: the main one (the schema, or the
+// plain checkpoint) and one per variant that needs its own.
+type builds struct {
+	dir      string
+	pkg      string            // the answer's package, as go build wants it
+	external map[string]string // answer outside the root: virtual files → real ones
+	main     string            // binary
+	schema   *schemata.Schema  // nil: main is the plain checkpoint
+	own      map[string]string // variant → its own binary, built on demand
+	ownErr   map[string]string // variant → why its build failed
+	mainRes  runner.Result
+}
+
+// prepare builds the answer against the schema (or, when the schema is not
+// viable, against the plain checkpoint).
+func (c *checker) prepare(ctx context.Context, vs []variant.Variant) (*builds, error) {
+	o := c.o
+	b := &builds{own: map[string]string{}, ownErr: map[string]string{}}
+	key, err := answerKey(o)
+	if err != nil {
+		return nil, err
+	}
+	b.dir = filepath.Join(o.CacheDir, o.Lesson.Exercise, key)
+	if err := os.MkdirAll(b.dir, 0o755); err != nil {
+		return nil, err
+	}
+	touch(b.dir)
+	prune(filepath.Join(o.CacheDir, o.Lesson.Exercise), keepBuilds)
+	b.pkg, b.external, err = answerPackage(o)
+	if err != nil {
+		return nil, err
+	}
+	b.main = filepath.Join(b.dir, runner.Exe("answer"))
+
+	var separate []schemata.Separate
+	if !o.Separate && len(vs) > 0 {
+		secret, err := secretKey(o.CacheDir)
+		if err != nil {
+			return nil, err
+		}
+		b.schema, separate, err = schemata.Generate(o.Root, filepath.Join(b.dir, "schema"), vs, secret)
+		if err != nil {
+			return nil, err // a stale edit: the course's bug, said plainly
+		}
+	} else {
+		for _, v := range vs {
+			separate = append(separate, schemata.Separate{Variant: v, Reason: "--separate"})
+		}
+	}
+	for _, s := range separate {
+		b.own[s.Variant.Name] = "" // built when the reference passes
+	}
+	overlay, err := c.overlay(b, "main", b.schemaFiles())
+	if err != nil {
+		return nil, err
+	}
+	b.mainRes = runner.Build(ctx, o.Root, overlay, b.main, b.pkg)
+	if !b.mainRes.OK() && b.schema != nil && ctx.Err() == nil {
+		// Whose fault? Build the plain checkpoint: if that builds, the
+		// schema is not viable (a course bug), and each variant gets a
+		// build of its own.
+		plain, err := c.overlay(b, "plain", nil)
+		if err != nil {
+			return nil, err
+		}
+		if res := runner.Build(ctx, o.Root, plain, b.main, b.pkg); res.OK() {
+			c.r.Notes = append(c.r.Notes, "the mutant schema did not build with this answer, so each mutant and wheat was built on its own (slower; a course bug worth reporting):\n"+report.Shorten(buildOutput(b.mainRes), 600))
+			for _, v := range b.schema.Members {
+				b.own[v] = ""
+			}
+			b.schema, b.mainRes = nil, res
+		}
+	}
+	return b, nil
+}
+
+func (b *builds) schemaFiles() map[string]string {
+	if b.schema == nil {
+		return nil
+	}
+	return b.schema.Files
+}
+
+// overlay writes an overlay file named name holding files plus the
+// answer's own files when it lives outside the root.
+func (c *checker) overlay(b *builds, name string, files map[string]string) (string, error) {
+	if len(files) == 0 && len(b.external) == 0 {
+		return "", nil
+	}
+	ov := variant.Overlay{Replace: map[string]string{}}
+	for k, v := range files {
+		ov.Replace[k] = v
+	}
+	for k, v := range b.external {
+		ov.Replace[k] = v
+	}
+	return variant.WriteOverlayFile(filepath.Join(b.dir, "overlay-"+name), ov)
+}
+
+// reference runs the answer on the correct checkpoint.
+func (c *checker) reference(ctx context.Context, b *builds) *report.Run {
+	if !b.mainRes.OK() {
+		return &report.Run{Status: report.BuildFailed, ExitCode: b.mainRes.ExitCode, Output: buildOutput(b.mainRes), ElapsedMS: b.mainRes.Elapsed.Milliseconds()}
+	}
+	env := ""
+	if b.schema != nil {
+		env = b.schema.Reference()
+	}
+	res := c.judge(ctx, "the correct checkpoint", b.main, env, true, true)
+	run := &report.Run{ExitCode: res.last.ExitCode, Output: res.last.Output, ElapsedMS: res.last.Elapsed.Milliseconds(), PassRate: res.rate}
 	switch {
-	case res.TimedOut:
-		run.Status = StatusTimedOut
-	case res.Err != nil:
-		run.Output += "\n" + res.Err.Error()
-	case res.ExitCode == 0:
-		run.Status = StatusPassed
+	case res.flaky:
+		run.Status = report.Fail
+		c.r.Notes = append(c.r.Notes, "flaky: the answer passed "+res.rate+" runs on the correct checkpoint")
+	case res.busy:
+		run.Status = report.Busy
+	case res.good:
+		run.Status = report.Pass
+	case res.last.TimedOut:
+		run.Status = report.TimedOut
+		run.Output = strings.TrimSpace(run.Output + "\n" + timeoutCause(res.last, c.o.Timeout))
+	default:
+		run.Status = report.Fail
+		if res.last.Err != nil {
+			run.Output += "\n" + res.last.Err.Error()
+		}
 	}
 	return run
 }
 
-// buildMutants builds the answer against each mutant, o.Jobs at a time, and
-// waits for every build. The reference build has already filled the build
-// cache with everything the mutants share, so each build compiles only the
-// mutated package and the answer, and links.
-func (o Options) buildMutants(ctx context.Context, muts []mutant.Mutant, binDir string) []*build {
-	sem := make(chan struct{}, o.Jobs)
-	builds := make([]*build, len(muts))
-	for i, m := range muts {
-		ov, err := m.WriteOverlay(o.Root, filepath.Join(o.CacheDir, m.Exercise, "mutants", m.Name))
-		if err != nil {
-			builds[i] = failedBuild(err)
-			continue
-		}
-		builds[i] = o.startBuild(ctx, sem, ov, filepath.Join(binDir, exe(m.Name)))
-	}
-	for _, b := range builds {
-		b.wait()
-	}
-	return builds
-}
-
-// runMutants runs the answer against each mutant in turn and fills in props
-// (same order as builds).
-func (o Options) runMutants(ctx context.Context, builds []*build, props []Property) {
-	for i, b := range builds {
+// variants runs the answer on each mutant and wheat.
+func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant) {
+	c.buildOwn(ctx, b, vs)
+	for i, v := range vs {
 		if ctx.Err() != nil {
 			return
 		}
-		res := b.wait()
-		if !res.ok() {
-			props[i].Status = StatusBuildFailed
-			props[i].Detail = "this mutant does not build with this answer (a course bug if the answer builds on the checkpoint):\n" + buildOutput(res)
+		p := &c.r.Properties[i]
+		bin, env := b.main, ""
+		if _, own := b.own[v.Name]; own {
+			if msg, bad := b.ownErr[v.Name]; bad {
+				p.Status, p.Detail = report.NotViable, "this "+string(v.Kind)+" does not build (a course bug, not your miss):\n"+msg
+				continue
+			}
+			bin = b.own[v.Name]
+		} else {
+			env = b.schema.Select(v.Name)
+		}
+		wantPass := v.Kind == variant.Wheat
+		res := c.judge(ctx, string(v.Kind)+" "+v.Name, bin, env, wantPass, v.Required)
+		setProp(p, v, res, c.o.Timeout)
+	}
+}
+
+// buildOwn builds the variants that need a build of their own, two at a
+// time: the main build has filled the build cache with what they share.
+func (c *checker) buildOwn(ctx context.Context, b *builds, vs []variant.Variant) {
+	sem := make(chan struct{}, max(2, runtime.NumCPU()))
+	done := make(chan struct{})
+	n := 0
+	type built struct {
+		name, bin, err string
+	}
+	results := make(chan built, len(b.own))
+	for _, v := range vs {
+		if _, own := b.own[v.Name]; !own {
 			continue
 		}
-		props[i] = judge(props[i], execute(ctx, o.Timeout, o.Root, environ(), b.bin), o.Timeout)
+		n++
+		go func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			bin := filepath.Join(b.dir, "bin", runner.Exe(v.Name))
+			dir := filepath.Join(b.dir, "own-"+v.Name)
+			ovFile, err := variant.WriteOverlay(c.o.Root, dir, v)
+			if err == nil && len(b.external) > 0 {
+				ovFile, err = c.overlayWith(b, dir, v)
+			}
+			if err != nil {
+				results <- built{v.Name, "", err.Error()}
+				return
+			}
+			if res := runner.Build(ctx, c.o.Root, ovFile, bin, b.pkg); !res.OK() {
+				results <- built{v.Name, "", buildOutput(res)}
+				return
+			}
+			results <- built{v.Name, bin, ""}
+		}()
 	}
+	go func() {
+		for range n {
+			r := <-results
+			if r.err != "" {
+				b.ownErr[r.name] = r.err
+			} else {
+				b.own[r.name] = r.bin
+			}
+		}
+		close(done)
+	}()
+	<-done
 }
 
-// judge sets a mutant's outcome from the answer's run on it: a non-zero exit
-// is a catch; exit 0 lets the bug through; a hang is not a catch either.
-func judge(p Property, res execResult, timeout time.Duration) Property {
+// overlayWith is the overlay of one variant plus an external answer's files.
+func (c *checker) overlayWith(b *builds, dir string, v variant.Variant) (string, error) {
+	data, err := v.Apply(c.o.Root)
+	if err != nil {
+		return "", err
+	}
+	target, err := filepath.Abs(filepath.Join(c.o.Root, filepath.FromSlash(v.File)))
+	if err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, "edited-"+filepath.Base(v.File))
+	if err := variant.WriteIfChanged(file, data); err != nil {
+		return "", err
+	}
+	return c.overlay(b, "own-"+v.Name, map[string]string{target: file})
+}
+
+// judged is the outcome of running one build, with re-runs.
+type judged struct {
+	good  bool // the answer did what it must on this build
+	busy  bool // it did not, and the machine was too busy both times to say so
+	flaky bool // with --repeat: runs of the same build disagreed
+	rate  string
+	last  runner.Result // a run to show: the first one that went wrong, else the last
+}
+
+// judge runs bin (with env) Repeat times. When decides (the outcome
+// decides the verdict), a run that goes wrong while the machine is busy is
+// run once more; when that goes wrong too, the outcome is busy, not bad.
+// A run killed at the timeout is never explained by load: the timeout is
+// a hundred times what an answer needs.
+func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass, decides bool) judged {
+	good := func(res runner.Result) bool {
+		if wantPass {
+			return res.OK()
+		}
+		return res.Err == nil && !res.TimedOut && res.ExitCode != 0
+	}
+	var j judged
+	passes, goods := 0, 0
+	var bad *runner.Result
+	for range c.o.Repeat {
+		res, busy := c.run(ctx, bin, env)
+		todo := strings.Contains(res.Output, "TODO") // a starter: not a matter of timing
+		if !good(res) && busy && decides && !res.TimedOut && !todo && ctx.Err() == nil {
+			again, busyAgain := c.run(ctx, bin, env)
+			m := c.mon.Since(0)
+			if good(again) {
+				c.r.Notes = append(c.r.Notes, fmt.Sprintf("%s: the first run went wrong while the machine was busy (%s); it was run again and went right.", what, machine.Describe(m)))
+				res = again
+			} else if busyAgain || busy {
+				j.busy = true
+				c.r.Notes = append(c.r.Notes, fmt.Sprintf("%s: went wrong twice while the machine was too busy to judge timing (%s).", what, machine.Describe(m)))
+			}
+		}
+		if res.OK() {
+			passes++
+		}
+		if good(res) {
+			goods++
+		} else if bad == nil {
+			bad = &res
+		}
+		j.last = res
+	}
+	if bad != nil {
+		j.last = *bad
+	}
+	j.good = goods == c.o.Repeat
+	j.flaky = goods > 0 && goods < c.o.Repeat
+	if j.good || j.flaky {
+		j.busy = false
+	}
+	if c.o.Repeat > 1 {
+		j.rate = fmt.Sprintf("%d/%d", passes, c.o.Repeat)
+	}
+	return j
+}
+
+// run runs bin once and says whether the machine was busy meanwhile.
+func (c *checker) run(ctx context.Context, bin, env string) (runner.Result, bool) {
+	mark := c.mon.Mark()
+	cmd := runner.Cmd{Name: bin, Dir: c.o.Root, Timeout: c.o.Timeout}
+	if env != "" {
+		cmd.Env = []string{env}
+	}
+	res := runner.Run(ctx, cmd)
+	return res, c.mon.Since(mark).Busy
+}
+
+// setProp sets a mutant's or wheat's outcome.
+func setProp(p *report.Prop, v variant.Variant, j judged, timeout time.Duration) {
+	res := j.last
+	p.PassRate = j.rate
+	line := report.Shorten(report.LastLine(res.Output), 240)
 	switch {
+	case j.flaky:
+		p.Status = report.Fail
+		p.Detail = "flaky: the answer passed " + j.rate + " runs of this build; a failing run said: " + line
+	case j.busy:
+		p.Status, p.Detail = report.Busy, "the machine was too busy to judge this one (see the notes)"
 	case res.TimedOut:
-		p.Status = StatusTimedOut
-		p.Detail = fmt.Sprintf("killed after %s (hung?): an answer must bound every wait, for example with a context timeout", timeout)
+		p.Status = report.TimedOut
+		p.Detail = timeoutCause(res, timeout)
 	case res.Err != nil:
-		p.Status, p.Detail = StatusNotRun, res.Err.Error()
-	case res.ExitCode == 0:
-		p.Status = StatusMissed
-		p.Detail = shorten("the answer exited 0 on this mutant: "+lastLine(res.Output), 240)
+		p.Status, p.Detail = report.NotRun, res.Err.Error()
+	case v.Kind == variant.Wheat && j.good:
+		p.Status, p.OK = report.Pass, true
+	case v.Kind == variant.Wheat:
+		p.Status = report.Fail
+		p.Detail = "your test depends on timing or order that the contract does not promise: it failed on this correct build: " + line
+	case j.good:
+		p.Status, p.OK, p.Detail = report.Caught, true, line
 	default:
-		p.Status, p.OK = StatusCaught, true
-		p.Detail = shorten(lastLine(res.Output), 240)
+		p.Status = report.Missed
+		p.Detail = "the answer exited 0 on this mutant: " + line
 	}
-	return p
 }
 
-// buildOutput is what to show of a failed build: the compiler's output, or
-// why go could not run.
-func buildOutput(res execResult) string {
+// timeoutCause says why a killed run did not finish, as far as can be told.
+func timeoutCause(res runner.Result, timeout time.Duration) string {
+	s := fmt.Sprintf("killed after %s: ", timeout)
+	switch {
+	case res.HeldOpen:
+		s += "a process it started kept running and held its output open; the whole process group was killed. Wait for (and bound) every process you start."
+	case res.Computing:
+		s += fmt.Sprintf("it was computing most of that time (%s of CPU): a loop that never ends?", res.CPU.Round(time.Millisecond))
+	default:
+		s += "it was waiting with no bound of its own (a channel, a lock, a request without a timeout); put a context timeout on every wait."
+	}
+	return s
+}
+
+// decide sets the verdict, its sentence and the next step.
+func (c *checker) decide() {
+	r, o := c.r, c.o
+	again := o.Again()
+	cp := fmt.Sprintf("checkpoint %d", o.Lesson.Number)
+	reqOK, req, bonusOK, bonus := r.Counts()
+	wheatsOK, wheats := 0, 0
+	var missed, wheatFails, busy, flaky []string
+	for _, p := range r.Properties {
+		switch {
+		case p.Status == report.Busy:
+			busy = append(busy, p.Name)
+		case strings.HasPrefix(p.Detail, "flaky:"):
+			flaky = append(flaky, p.Name+" ("+p.PassRate+" passed)")
+		case p.Kind == report.Wheat && p.OK:
+			wheatsOK++
+		case p.Kind == report.Wheat && p.Status != report.NotRun && p.Status != report.NotViable:
+			wheatFails = append(wheatFails, p.Name)
+		case p.Kind == report.Mutant && p.Required && !p.OK && p.Status != report.NotViable:
+			missed = append(missed, p.Name)
+		}
+		if p.Kind == report.Wheat {
+			wheats++
+		}
+	}
+	r.Score = &report.Score{RequiredCaught: reqOK, Required: req, BonusCaught: bonusOK, Bonus: bonus, WheatsPassed: wheatsOK, Wheats: wheats}
+	ref := r.Reference
+	bonusNote := ""
+	if bonus > 0 {
+		bonusNote = fmt.Sprintf(" (bonus: %d/%d)", bonusOK, bonus)
+	}
+	switch {
+	case ref.Status == report.BuildFailed:
+		r.Verdict, r.Summary = report.Failed, "the answer does not compile."
+		r.Next = "fix the errors above, then run `" + again + "` again"
+	case ref.Status == report.TimedOut:
+		r.Verdict = report.Failed
+		r.Summary = fmt.Sprintf("the answer did not finish within %s on %s and was killed.", o.Timeout, cp)
+		r.Next = "bound every wait in the answer (a context timeout, a select with a timer), then run `" + again + "` again"
+	case ref.Status != report.Pass && ref.Status != report.Busy && strings.Contains(ref.Output, "TODO"):
+		r.Verdict = report.NotStarted
+		r.Summary = o.Answer + " still prints its TODO."
+		r.Next = fmt.Sprintf("read %s, write the exercise in %s (`lab hint %s` if you are stuck), then run `%s` again", o.Lesson.Page, o.Answer, r.Exercise, again)
+	case ref.PassRate != "" && strings.HasPrefix(ref.Status, report.Fail) && slices.ContainsFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, "flaky:") }):
+		r.Verdict = report.Flaky
+		r.Summary = fmt.Sprintf("the answer passed only %s runs on the correct %s: its result depends on timing.", ref.PassRate, cp)
+		r.Next = "order events with signals (channels, a WaitGroup), not sleeps, then run `" + again + " --repeat 5` again"
+	case ref.Status == report.Busy:
+		r.Verdict = report.Inconclusive
+		r.Summary = fmt.Sprintf("the answer failed twice on the correct %s while the machine was too busy for its timing to mean anything.", cp)
+		r.Next = "close what keeps the machine busy (or wait for it), then run `" + again + "` again"
+	case ref.Status != report.Pass:
+		r.Verdict = report.Failed
+		r.Summary = fmt.Sprintf("the answer fails on the correct %s; it must pass there before the mutants mean anything.", cp)
+		r.Next = fmt.Sprintf("run `go run ./%s` to see it fail, fix it, then run `%s` again", o.Answer, again)
+	case len(missed) > 0 || len(wheatFails) > 0:
+		r.Verdict = report.Failed
+		var parts []string
+		if len(missed) > 0 {
+			parts = append(parts, fmt.Sprintf("catches only %d/%d required mutants%s; it lets through: %s", reqOK, req, bonusNote, strings.Join(missed, ", ")))
+		}
+		if len(wheatFails) > 0 {
+			parts = append(parts, "fails on correct build(s) "+strings.Join(wheatFails, ", ")+": it depends on timing or order that the contract does not promise")
+		}
+		r.Summary = fmt.Sprintf("the answer passes on %s but %s.", cp, strings.Join(parts, "; and it "))
+		r.Next = fmt.Sprintf("make the answer fail on each bug above and pass on each correct build (`lab hint %s`), then run `%s` again", r.Exercise, again)
+	case len(flaky) > 0:
+		r.Verdict = report.Flaky
+		r.Summary = "the answer's result changes from run to run on: " + strings.Join(flaky, ", ") + "."
+		r.Next = "order events with signals (channels, a WaitGroup), not sleeps, then run `" + again + " --repeat 5` again"
+	case len(busy) > 0:
+		r.Verdict = report.Inconclusive
+		r.Summary = "the machine was too busy to judge: " + strings.Join(busy, ", ") + " (everything else holds)."
+		r.Next = "close what keeps the machine busy (or wait for it), then run `" + again + "` again"
+	default:
+		r.Verdict = report.Passed
+		r.Summary = fmt.Sprintf("the answer passes on %s and catches %d/%d required mutants%s", cp, reqOK, req, bonusNote)
+		if wheats > 0 {
+			r.Summary += fmt.Sprintf(", and passes %d/%d wheats", wheatsOK, wheats)
+		}
+		r.Summary += "."
+		if req == 0 {
+			r.Summary = fmt.Sprintf("the answer passes on %s (no mutants are defined for %s).", cp, r.Exercise)
+		}
+	}
+	r.OK = r.Verdict == report.Passed
+}
+
+// buildOutput is what to show of a failed build.
+func buildOutput(res runner.Result) string {
 	out := strings.TrimRight(res.Output, "\n")
 	if res.Err != nil {
 		out = strings.TrimSpace(out + "\n" + res.Err.Error())
@@ -338,57 +593,117 @@ func buildOutput(res execResult) string {
 	return out
 }
 
-// decide sets the verdict, its sentence and the next step.
-func (r *Report) decide(o Options) {
-	again := "lab check " + r.Exercise
-	if o.Answer != o.Lesson.Starter() {
-		again += " --answer " + o.Answer
+// ErrAnswerOutside is returned by ResolveAnswer for a directory that
+// belongs to a checkpoint's module, or is the root itself.
+var ErrAnswerOutside = errors.New("not an answer package")
+
+// ResolveAnswer turns dir (relative to cwd, or absolute) into the Answer
+// of Options: a slash path from root when dir is inside the course's root
+// module, or the absolute directory when it is outside the repository
+// (such an answer is one main package; its .go files are built as if they
+// were inside the root module).
+func ResolveAnswer(root, cwd, dir string) (string, error) {
+	abs := dir
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(cwd, dir)
 	}
-	cp := fmt.Sprintf("checkpoint %d", o.Lesson.Number)
-	ref := r.Reference
-	switch {
-	case ref.Status == StatusBuildFailed:
-		r.Verdict, r.Summary = Failed, "the answer does not compile."
-		r.Next = "fix the errors above, then run `" + again + "` again"
-	case ref.Status == StatusTimedOut:
-		r.Verdict = Failed
-		r.Summary = fmt.Sprintf("the answer did not finish within %s on %s and was killed (hung?).", o.Timeout, cp)
-		r.Next = "bound every wait in the answer (a context timeout, a select with a timer), then run `" + again + "` again"
-	case ref.Status != StatusPassed && strings.Contains(ref.Output, "TODO"):
-		r.Verdict = NotStarted
-		r.Summary = o.Answer + " still prints its TODO."
-		r.Next = fmt.Sprintf("read %s/README.md, write the exercise in %s (`lab hint %s` if you are stuck), then run `%s` again", o.Lesson.Dir(), o.Answer, r.Exercise, again)
-	case ref.Status != StatusPassed:
-		r.Verdict = Failed
-		r.Summary = fmt.Sprintf("the answer fails on the correct %s; it must pass there before the mutants mean anything.", cp)
-		r.Next = fmt.Sprintf("run `go run ./%s` to see it fail, fix it, then run `%s` again", o.Answer, again)
-	default:
-		r.decideMutants(cp, again)
+	abs = filepath.Clean(abs)
+	fi, err := os.Stat(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("answer %s: no such directory (%s)", dir, abs)
 	}
-	r.OK = r.Verdict == Passed
+	if err != nil {
+		return "", fmt.Errorf("answer %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("answer %s: not a directory (give the package directory)", dir)
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return abs, nil // outside the repository
+	}
+	if rel == "." {
+		return "", fmt.Errorf("%w: %s is the repository root", ErrAnswerOutside, dir)
+	}
+	for d := abs; d != root && d != filepath.Dir(d); d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return "", fmt.Errorf("%w: %s belongs to the module in %s, not to the course's root module", ErrAnswerOutside, dir, d)
+		}
+	}
+	return filepath.ToSlash(rel), nil
 }
 
-func (r *Report) decideMutants(cp, again string) {
-	reqOK, req, bonusOK, bonus := r.Counts()
-	var missed []string
-	for _, p := range r.Properties {
-		if p.Required && !p.OK {
-			missed = append(missed, p.Name)
-		}
+// answerPackage returns the package go build is given, and for an answer
+// outside the root the overlay that places its files inside it.
+func answerPackage(o Options) (string, map[string]string, error) {
+	if !filepath.IsAbs(o.Answer) {
+		return "./" + o.Answer, nil, nil
 	}
-	bonusNote := ""
-	if bonus > 0 {
-		bonusNote = fmt.Sprintf(" (bonus: %d/%d)", bonusOK, bonus)
+	files, err := filepath.Glob(filepath.Join(o.Answer, "*.go"))
+	if err != nil {
+		return "", nil, err
 	}
-	if len(missed) == 0 {
-		r.Verdict = Passed
-		r.Summary = fmt.Sprintf("the answer passes on %s and catches %d/%d required mutants%s.", cp, reqOK, req, bonusNote)
-		if req == 0 {
-			r.Summary = fmt.Sprintf("the answer passes on %s (no mutants are defined for %s).", cp, r.Exercise)
-		}
+	files = slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, "_test.go") })
+	if len(files) == 0 {
+		return "", nil, fmt.Errorf("answer %s has no .go files: give the directory of your main package", o.Answer)
+	}
+	sum := sha256.Sum256([]byte(o.Answer))
+	virtual := filepath.Join(o.Root, "labexternal", hex.EncodeToString(sum[:6]))
+	ext := map[string]string{}
+	for _, f := range files {
+		ext[filepath.Join(virtual, filepath.Base(f))] = f
+	}
+	rel, _ := filepath.Rel(o.Root, virtual)
+	return "./" + filepath.ToSlash(rel), ext, nil
+}
+
+// answerKey names an answer's cache directory.
+func answerKey(o Options) (string, error) {
+	if filepath.IsAbs(o.Answer) {
+		sum := sha256.Sum256([]byte(o.Answer))
+		return "external_" + hex.EncodeToString(sum[:6]), nil
+	}
+	return strings.NewReplacer("/", "_", ".", "_").Replace(o.Answer), nil
+}
+
+// secretKey returns the cache's key for the schema selectors, made once.
+func secretKey(cacheDir string) ([]byte, error) {
+	file := filepath.Join(cacheDir, "schemata.key")
+	if data, err := os.ReadFile(file); err == nil && len(data) >= 16 {
+		return data, nil
+	}
+	key := make([]byte, 32)
+	rand.Read(key)
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return nil, err
+	}
+	return key, os.WriteFile(file, key, 0o600)
+}
+
+// touch marks dir as just used.
+func touch(dir string) {
+	now := time.Now()
+	_ = os.Chtimes(dir, now, now)
+}
+
+// prune keeps the keep most recently used answer directories in dir.
+func prune(dir string, keep int) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
 		return
 	}
-	r.Verdict = Failed
-	r.Summary = fmt.Sprintf("the answer passes on %s but catches only %d/%d required mutants%s; it lets through: %s.", cp, reqOK, req, bonusNote, strings.Join(missed, ", "))
-	r.Next = fmt.Sprintf("make the answer fail on each bug above (`lab hint %s`), then run `%s` again", r.Exercise, again)
+	type used struct {
+		name string
+		at   time.Time
+	}
+	var dirs []used
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && e.IsDir() {
+			dirs = append(dirs, used{e.Name(), info.ModTime()})
+		}
+	}
+	slices.SortFunc(dirs, func(a, b used) int { return b.at.Compare(a.at) })
+	for _, d := range dirs[min(keep, len(dirs)):] {
+		os.RemoveAll(filepath.Join(dir, d.name))
+	}
 }

@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"quoteflowlab.dev/lab/internal/report"
 )
 
 // ModulePath is the root module of the course repository.
@@ -59,23 +62,88 @@ func modulePath(gomod []byte) string {
 	return ""
 }
 
-// A Lesson is one step of the course.
+// A Lesson is one step of the course, as the manifest declares it. Every
+// path is a slash path relative to the repository root.
 type Lesson struct {
-	Number int
-	Title  string // working title; the lesson's README heading wins when present
-	Task   string // what its exercise asks, in one line
+	Number     int
+	Title      string        // working title; the page's heading wins when present
+	Task       string        // what its exercise asks, in one line
+	Page       string        // the lesson page
+	Checkpoint string        // the checkpoint the exercise runs against (mutants), or that the lesson builds
+	Exercise   string        // the exercise's name, "E14"
+	Starter    string        // the exercise folder the student writes in (it starts as the starter)
+	Reference  string        // the published answer (it lives in the next lesson)
+	Hint       string        // the hint file
+	Checks     string        // the mutants, wheats and broken variants, one edit each
+	Method     report.Method // how the exercise is graded
 }
 
-// Lessons lists the lessons that have an exercise, in order.
+// Lessons is the course manifest: the lessons that have an exercise, in
+// order. lab list, check, verify, hint and diff, and the testscripts, read
+// only this table; the completeness test says when a lesson here lacks a
+// part.
 var Lessons = []Lesson{
-	{12, "Three suppliers, one answer", "an invalid quantity is rejected with 422 and zero supplier calls"},
-	{13, "Eight users at once: who owns the limit", "a rejected request does not steal a slot; our 503 is not a supplier's 503"},
-	{14, "Retry once — whose budget pays?", "flaky recovers in exactly 2 attempts with one ID; invalid data is not retried"},
-	{15, "The partner slowed down, and we fell first", "build the budget tools and a budget plan; the grader measures them"},
+	{
+		Number: 12, Title: "Three suppliers, one answer",
+		Task:       "an invalid quantity is rejected with 422 and zero supplier calls",
+		Page:       "lessons/12/README.md",
+		Checkpoint: "checkpoints/12",
+		Exercise:   "E12",
+		Starter:    "lessons/12/exercise",
+		Reference:  "lessons/13/answer_previous",
+		Hint:       "lessons/12/hint.md",
+		Checks:     "lessons/12/mutants",
+		Method:     report.Mutants,
+	},
+	{
+		Number: 13, Title: "Eight users at once: who owns the limit",
+		Task:       "a rejected request does not steal a slot; our 503 is not a supplier's 503",
+		Page:       "lessons/13/README.md",
+		Checkpoint: "checkpoints/13",
+		Exercise:   "E13",
+		Starter:    "lessons/13/exercise",
+		Reference:  "lessons/14/answer_previous",
+		Hint:       "lessons/13/hint.md",
+		Checks:     "lessons/13/mutants",
+		Method:     report.Mutants,
+	},
+	{
+		Number: 14, Title: "Retry once — whose budget pays?",
+		Task:       "flaky recovers in exactly 2 attempts with one ID; invalid data is not retried",
+		Page:       "lessons/14/README.md",
+		Checkpoint: "checkpoints/14",
+		Exercise:   "E14",
+		Starter:    "lessons/14/exercise",
+		Reference:  "lessons/15/answer_previous",
+		Hint:       "lessons/14/hint.md",
+		Checks:     "lessons/14/mutants",
+		Method:     report.Mutants,
+	},
+	{
+		Number: 15, Title: "The partner slowed down, and we fell first",
+		Task:       "build the budget tools and a budget plan; the grader measures them",
+		Page:       "lessons/15/README.md",
+		Checkpoint: "checkpoints/15",
+		Exercise:   "E15",
+		Starter:    "lessons/15/exercise",
+		Reference:  "lessons/16/answer_previous",
+		Hint:       "lessons/15/hint.md",
+		Checks:     "lessons/15/mutants",
+		Method:     report.Measured,
+	},
+	{
+		Number: 16, Title: "Fan out to many: one limit, many jobs, nothing lost",
+		Task:       "one limiter for every job, retry only what is worth it, a deadline that cancels, nothing lost",
+		Page:       "lessons/16/README.md",
+		Checkpoint: "checkpoints/16",
+		Exercise:   "E16",
+		Starter:    "lessons/16/exercise",
+		Reference:  "lessons/17/answer_previous",
+		Hint:       "lessons/16/hint.md",
+		Checks:     "lessons/16/mutants",
+		Method:     report.Mutants,
+	},
 }
-
-// Exercise returns the exercise name of lesson n, e.g. "E14".
-func Exercise(n int) string { return fmt.Sprintf("E%d", n) }
 
 // ErrUnknownExercise is returned by ParseExercise for a name that is not one
 // of the course's exercises.
@@ -86,47 +154,38 @@ func ParseExercise(name string) (Lesson, error) {
 	s := strings.TrimPrefix(strings.TrimPrefix(name, "E"), "e")
 	n, err := strconv.Atoi(s)
 	if err == nil {
-		for _, l := range Lessons {
-			if l.Number == n {
-				return l, nil
-			}
+		if l, ok := ByNumber(n); ok {
+			return l, nil
 		}
 	}
 	return Lesson{}, fmt.Errorf("%w %q (the exercises are %s)", ErrUnknownExercise, name, exerciseNames())
 }
 
+// ByNumber returns lesson n of the manifest.
+func ByNumber(n int) (Lesson, bool) {
+	for _, l := range Lessons {
+		if l.Number == n {
+			return l, true
+		}
+	}
+	return Lesson{}, false
+}
+
 func exerciseNames() string {
 	names := make([]string, len(Lessons))
 	for i, l := range Lessons {
-		names[i] = l.Exercise()
+		names[i] = l.Exercise
 	}
 	return strings.Join(names, ", ")
 }
 
-// Exercise returns the name of the lesson's exercise, e.g. "E14".
-func (l Lesson) Exercise() string { return Exercise(l.Number) }
-
-// Checkpoint is the slash path, relative to the root, of the checkpoint the
-// exercise runs against.
-func (l Lesson) Checkpoint() string { return fmt.Sprintf("checkpoints/%d", l.Number) }
-
-// Dir is the slash path of the lesson's directory.
-func (l Lesson) Dir() string { return fmt.Sprintf("lessons/%d", l.Number) }
-
-// Starter is the slash path of the exercise the student writes.
-func (l Lesson) Starter() string { return l.Dir() + "/exercise" }
-
-// Reference is the slash path of the published answer to this lesson's
-// exercise: it lives in the next lesson.
-func (l Lesson) Reference() string { return fmt.Sprintf("lessons/%d/answer_previous", l.Number+1) }
-
-// Hint is the slash path of the exercise's hint.
-func (l Lesson) Hint() string { return l.Dir() + "/hint.md" }
+// Dir is the slash path of the lesson's directory (where its page is).
+func (l Lesson) Dir() string { return path.Dir(l.Page) }
 
 // DisplayTitle returns the heading of the lesson's README under root (without
 // a leading "Lesson NN" label), or the working title when there is none.
 func (l Lesson) DisplayTitle(root string) string {
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(l.Dir()), "README.md"))
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(l.Page)))
 	if err != nil {
 		return l.Title
 	}

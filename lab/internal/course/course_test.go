@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -34,14 +35,14 @@ func TestParseExercise(t *testing.T) {
 			t.Errorf("ParseExercise(%q) = %d, %v", in, l.Number, err)
 		}
 	}
-	for _, in := range []string{"E11", "E16", "x", ""} {
+	for _, in := range []string{"E11", "E99", "x", ""} {
 		if _, err := ParseExercise(in); !errors.Is(err, ErrUnknownExercise) {
 			t.Errorf("ParseExercise(%q): err = %v, want ErrUnknownExercise", in, err)
 		}
 	}
 	l, _ := ParseExercise("E14")
-	if l.Starter() != "lessons/14/exercise" || l.Reference() != "lessons/15/answer_previous" || l.Checkpoint() != "checkpoints/14" {
-		t.Errorf("paths: %s %s %s", l.Starter(), l.Reference(), l.Checkpoint())
+	if l.Starter != "lessons/14/exercise" || l.Reference != "lessons/15/answer_previous" || l.Checkpoint != "checkpoints/14" {
+		t.Errorf("paths: %s %s %s", l.Starter, l.Reference, l.Checkpoint)
 	}
 }
 
@@ -62,27 +63,92 @@ func TestHeadingDropsTheLessonLabel(t *testing.T) {
 
 func TestRecordThenLoadState(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
-	st, err := LoadState(dir)
-	if err != nil || len(st.Exercises) != 0 {
-		t.Fatalf("missing state: %+v, %v", st, err)
+	st, warns, err := LoadState(dir)
+	if err != nil || len(st.Exercises) != 0 || len(warns) != 0 {
+		t.Fatalf("missing state: %+v, %v, %v", st, warns, err)
 	}
 	at := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
-	if err := Record(dir, "E13", Progress{Status: Failing, CheckedAt: at}); err != nil {
-		t.Fatal(err)
-	}
-	if err := Record(dir, "E12", Progress{Status: Passed, CheckedAt: at}); err != nil {
-		t.Fatal(err)
-	}
-	st, err = LoadState(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mustRecord(t, dir, "E13", Progress{Status: Failing, CheckedAt: at})
+	mustRecord(t, dir, "E12", Progress{Status: Passed, CheckedAt: at})
+	st = mustLoad(t, dir)
 	if st.Exercises["E12"].Status != Passed || st.Exercises["E13"].Status != Failing || !st.Exercises["E13"].CheckedAt.Equal(at) {
 		t.Fatalf("state %+v", st)
 	}
 	if s := Status("").String(); s != "not started" {
 		t.Errorf("zero status reads %q", s)
 	}
+}
+
+// One bad entry (here a timestamp that is not one) must not cost the others:
+// the passed E13 survives, the bad E12 is written back as it was, and the
+// warning names it.
+func TestABadEntryLosesNothing(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "state.json"), `{"exercises": {
+		"E12": {"status": "failing", "checked_at": "yesterday-ish"},
+		"E13": {"status": "passed", "checked_at": "2026-11-30T07:00:00Z", "summary": "all caught"}}}`)
+	st, warns, err := LoadState(dir)
+	if err != nil || len(warns) != 1 || !strings.Contains(warns[0], "E12") {
+		t.Fatalf("LoadState: warnings %q, err %v; want one warning naming E12", warns, err)
+	}
+	if st.Exercises["E13"].Status != Passed {
+		t.Fatalf("E13 lost: %+v", st.Exercises)
+	}
+	mustRecord(t, dir, "E14", Progress{Status: Failing, CheckedAt: time.Now()})
+	data, _ := os.ReadFile(filepath.Join(dir, "state.json"))
+	if !strings.Contains(string(data), "yesterday-ish") || !strings.Contains(string(data), "all caught") {
+		t.Fatalf("rewriting lost an entry:\n%s", data)
+	}
+}
+
+func TestAFileThatIsNotJSONIsKeptAside(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "state.json"), `{"exercises": {"E13": {"status": "passed"`)
+	_, warns, err := LoadState(dir)
+	if err != nil || len(warns) != 1 {
+		t.Fatalf("warnings %q, err %v", warns, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "state.json.bad")); err != nil || !strings.Contains(string(data), "E13") {
+		t.Fatalf("state.json.bad: %q, %v", data, err)
+	}
+}
+
+func TestAPassIsNeverTakenBack(t *testing.T) {
+	dir := t.TempDir()
+	first := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+	mustRecord(t, dir, "E14", Progress{Status: Passed, CheckedAt: first})
+	mustRecord(t, dir, "E14", Progress{Status: Failing, CheckedAt: first.Add(time.Hour)})
+	p := mustLoad(t, dir).Exercises["E14"]
+	if p.Status != Failing || p.PassedAt == nil || !p.PassedAt.Equal(first) {
+		t.Fatalf("after a failing re-check: %+v; want failing with passed_at %v", p, first)
+	}
+}
+
+func TestRecordLeavesNoTemporaryFiles(t *testing.T) {
+	dir := t.TempDir()
+	for range 5 {
+		mustRecord(t, dir, "E12", Progress{Status: Failing, CheckedAt: time.Now()})
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("files in the state dir: %v", entries)
+	}
+}
+
+func mustRecord(t *testing.T, dir, ex string, p Progress) {
+	t.Helper()
+	if _, err := Record(dir, ex, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustLoad(t *testing.T, dir string) State {
+	t.Helper()
+	st, warns, err := LoadState(dir)
+	if err != nil || len(warns) > 0 {
+		t.Fatalf("LoadState: %v %v", warns, err)
+	}
+	return st
 }
 
 func TestStateDirFollowsTheEnvironment(t *testing.T) {

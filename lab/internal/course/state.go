@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -45,61 +46,111 @@ type Progress struct {
 	Status    Status    `json:"status"`
 	CheckedAt time.Time `json:"checked_at"`
 	Summary   string    `json:"summary,omitempty"`
+	// PassedAt is when the exercise first passed. A later failing check
+	// changes Status but never this: a pass is not taken back.
+	PassedAt *time.Time `json:"passed_at,omitempty"`
 }
 
 // State is the content of state.json.
 type State struct {
 	Exercises map[string]Progress `json:"exercises"`
+	// unreadable holds entries that could not be decoded, as they were, so
+	// that rewriting the file loses nothing.
+	unreadable map[string]json.RawMessage
 }
 
 const stateFile = "state.json"
 
-// LoadState reads the state in dir. A missing file is an empty state.
-func LoadState(dir string) (State, error) {
-	st := State{Exercises: map[string]Progress{}}
-	data, err := os.ReadFile(filepath.Join(dir, stateFile))
+// LoadState reads the state in dir. A missing file is an empty state. An
+// entry that cannot be read is kept aside (and written back as it was by
+// Record) with one warning each; a file that is not JSON at all is copied
+// to state.json.bad before anything replaces it, and reported.
+func LoadState(dir string) (st State, warnings []string, err error) {
+	st = State{Exercises: map[string]Progress{}, unreadable: map[string]json.RawMessage{}}
+	file := filepath.Join(dir, stateFile)
+	data, err := os.ReadFile(file)
 	if errors.Is(err, fs.ErrNotExist) {
-		return st, nil
+		return st, nil, nil
 	}
 	if err != nil {
-		return st, err
+		return st, nil, err
 	}
-	if err := json.Unmarshal(data, &st); err != nil {
-		return State{Exercises: map[string]Progress{}}, fmt.Errorf("reading %s: %w", filepath.Join(dir, stateFile), err)
+	var raw struct {
+		Exercises map[string]json.RawMessage `json:"exercises"`
 	}
-	if st.Exercises == nil {
-		st.Exercises = map[string]Progress{}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		bad := file + ".bad"
+		if werr := os.WriteFile(bad, data, 0o644); werr != nil {
+			return st, nil, fmt.Errorf("%s is not valid JSON (%v) and could not be kept aside: %w", file, err, werr)
+		}
+		return st, []string{fmt.Sprintf("%s is not valid JSON (%v); kept as %s, starting a new one", file, err, bad)}, nil
 	}
-	return st, nil
+	for name, entry := range raw.Exercises {
+		var p Progress
+		if err := json.Unmarshal(entry, &p); err != nil {
+			st.unreadable[name] = entry
+			warnings = append(warnings, fmt.Sprintf("%s: the entry for %s cannot be read (%v); kept as it is", file, name, err))
+			continue
+		}
+		st.Exercises[name] = p
+	}
+	slices.Sort(warnings)
+	return st, warnings, nil
 }
 
-// Record stores p for exercise in the state under dir. The file is replaced
-// atomically, so a concurrent `lab list` never reads half of it.
-func Record(dir, exercise string, p Progress) error {
-	st, err := LoadState(dir)
+// Record stores p for exercise in the state under dir, keeping every other
+// entry (readable or not) and the exercise's first pass. The file is
+// replaced atomically (a temporary file, then a rename), so a concurrent
+// `lab list` never reads half of it and a crash never leaves it cut.
+func Record(dir, exercise string, p Progress) (warnings []string, err error) {
+	st, warnings, err := LoadState(dir)
 	if err != nil {
-		st = State{Exercises: map[string]Progress{}} // a corrupt file is replaced
+		return warnings, err
+	}
+	if old, ok := st.Exercises[exercise]; ok && old.PassedAt != nil {
+		p.PassedAt = old.PassedAt
+	} else if ok && old.Status == Passed {
+		at := old.CheckedAt
+		p.PassedAt = &at
+	}
+	if p.Status == Passed && p.PassedAt == nil {
+		at := p.CheckedAt
+		p.PassedAt = &at
 	}
 	st.Exercises[exercise] = p
-	data, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return err
+	delete(st.unreadable, exercise)
+	out := map[string]any{}
+	for name, e := range st.unreadable {
+		out[name] = e
 	}
+	for name, e := range st.Exercises {
+		out[name] = e
+	}
+	data, err := json.MarshalIndent(map[string]any{"exercises": out}, "", "  ")
+	if err != nil {
+		return warnings, err
+	}
+	return warnings, writeAtomic(dir, stateFile, append(data, '\n'))
+}
+
+// writeAtomic replaces dir/name with data through a temporary file and a rename.
+func writeAtomic(dir, name string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, stateFile+".*")
+	tmp, err := os.CreateTemp(dir, name+".*")
 	if err != nil {
 		return err
 	}
-	_, werr := tmp.Write(append(data, '\n'))
+	_, werr := tmp.Write(data)
 	merr := tmp.Chmod(0o644) // CreateTemp makes it private; it is not a secret
+	serr := tmp.Sync()
 	cerr := tmp.Close()
-	if err := errors.Join(werr, merr, cerr); err != nil {
+	if err := errors.Join(werr, merr, serr, cerr); err != nil {
 		os.Remove(tmp.Name())
 		return err
 	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, stateFile)); err != nil {
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
 		os.Remove(tmp.Name())
 		return err
 	}

@@ -17,6 +17,11 @@
 //     Retry-After: 1; after release(), with every supplier answering 503, it
 //     answers 200 with "best": null and three http_503 failures.
 //
+// Quote takes the request as it is, with no defaults (only the JSON decoder
+// fills those in): give SKU, Quantity and Scenario, e.g.
+// quoteflow.QuoteRequest{SKU: "KB-001", Quantity: 2, Scenario: "normal"};
+// a request with an empty Scenario fails validation before any supplier call.
+//
 // Print one line "E13 passed: <what you showed>" and exit 0 when all of this
 // holds; otherwise say what failed and exit 1. Every wait must be bounded.
 //

@@ -22,6 +22,11 @@
 // Asserting only that best is not null is not enough: atlas answers normally,
 // so best is set even when nothing is retried at all.
 //
+// Quote takes the request as it is, with no defaults (only the JSON decoder
+// fills those in): give SKU, Quantity and Scenario, e.g.
+// quoteflow.QuoteRequest{SKU: "KB-001", Quantity: 2, Scenario: "normal"};
+// a request with an empty Scenario fails validation before any supplier call.
+//
 // Print one line "E14 passed: <what you showed>" and exit 0 when all of this
 // holds; otherwise say what failed and exit 1. Every wait must be bounded.
 //

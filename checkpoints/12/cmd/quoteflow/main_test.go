@@ -23,7 +23,8 @@ func TestRunRefusesWhatItCannotDo(t *testing.T) {
 		{"help", []string{"-h"}, 0, "-addr"},
 		{"unknown flag", []string{"--bogus"}, 2, "-bogus"},
 		{"stray argument", []string{"extra", "--addr", "127.0.0.1:0"}, 2, `unexpected argument "extra"`},
-		{"bad provider URL", []string{"--provider", "ftp://x"}, 1, `ProviderURL "ftp://x"`},
+		{"bad provider URL", []string{"--provider", "ftp://x", "--addr", busy.Addr().String()}, 2, `ProviderURL "ftp://x"`},
+		{"empty provider URL", []string{"--provider", "", "--addr", busy.Addr().String()}, 2, "--provider is empty"},
 		{"port in use", []string{"--addr", busy.Addr().String()}, 1, busy.Addr().String()},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -21,7 +21,8 @@ import (
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-// run serves until SIGINT or SIGTERM; it returns 2 for a usage error.
+// run serves until SIGINT or SIGTERM; it returns 2 for a usage error
+// (a bad flag, a stray argument, a --provider that is not an http(s) URL).
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("quoteflow", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -39,19 +40,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	if err := serve(*addr, *provider, stdout); err != nil {
+	if *provider == "" {
+		fmt.Fprintln(stderr, "quoteflow: --provider is empty: give the provider lab's base URL, e.g. --provider http://127.0.0.1:9101")
+		return 2
+	}
+	svc, err := quoteflow.New(quoteflow.Config{ProviderURL: *provider})
+	if err != nil { // a --provider that is not an http(s) URL
+		fmt.Fprintln(stderr, "quoteflow:", strings.TrimPrefix(err.Error(), "quoteflow: "))
+		return 2
+	}
+	defer svc.Close()
+	if err := serve(svc, *addr, *provider, stdout); err != nil {
 		fmt.Fprintln(stderr, "quoteflow:", strings.TrimPrefix(err.Error(), "quoteflow: "))
 		return 1
 	}
 	return 0
 }
 
-func serve(addr, provider string, stdout io.Writer) error {
-	svc, err := quoteflow.New(quoteflow.Config{ProviderURL: provider})
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
+func serve(svc *quoteflow.Service, addr, provider string, stdout io.Writer) error {
 	ln, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("%w (is another quoteflow running? Stop it or pick another port with --addr)", err)
@@ -61,7 +67,7 @@ func serve(addr, provider string, stdout io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := quoteflow.NewServer(svc.Handler()) // every read bounded
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)

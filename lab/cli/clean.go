@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"quoteflowlab.dev/lab/internal/course"
+)
+
+// runClean implements `lab clean`: remove lab check's build cache. Progress
+// (state.json) is kept.
+func runClean(args []string, stdout, stderr io.Writer) int {
+	fset := newFlags("clean", "   (removes the build cache under .lab/cache; your progress is kept)", stderr)
+	noteState(fset)
+	pos, code, ok := parseArgs(fset, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 0 {
+		return usageError(fset, stderr, "takes no arguments")
+	}
+	root, ok := findRoot("clean", stderr)
+	if !ok {
+		return 1
+	}
+	cache := filepath.Join(course.StateDir(root), "cache")
+	size := dirSize(cache)
+	if err := os.RemoveAll(cache); err != nil {
+		fmt.Fprintf(stderr, "lab clean: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "removed %s (%.1f MB); progress in %s is kept\n", cache, float64(size)/1e6, filepath.Join(course.StateDir(root), "state.json"))
+	return 0
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}

@@ -1,0 +1,168 @@
+package grade15
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/report"
+)
+
+// repoRoot is the repository root, three levels above this package.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func grade(t *testing.T, opts Options) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	opts.Root = repoRoot(t)
+	r := Grade(ctx, opts)
+	t.Logf("passed %v, not started %v, in %v", r.Passed, r.NotStarted, r.Elapsed.Round(time.Millisecond))
+	return r
+}
+
+func TestReferencePasses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the reference tools")
+	}
+	r := grade(t, Options{Dir: e15().Reference})
+	for _, p := range r.Props {
+		if !p.OK {
+			t.Errorf("%s: %s\n\tobserved: %s", p.Name, p.Story, p.Detail)
+		}
+	}
+	if !r.Passed || r.NotStarted {
+		t.Errorf("passed %v, not started %v; want passed", r.Passed, r.NotStarted)
+	}
+	if r.Elapsed > time.Minute {
+		t.Errorf("grading took %v, want under a minute", r.Elapsed)
+	}
+}
+
+func TestStarterIsNotStarted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the starter tools")
+	}
+	r := grade(t, Options{Dir: e15().Starter})
+	if !r.NotStarted || r.Passed {
+		t.Errorf("starter: NotStarted %v, Passed %v; want not started", r.NotStarted, r.Passed)
+	}
+	for _, name := range []string{"plan_shape", "report_sections"} {
+		if p := property(r, name); p.OK {
+			t.Errorf("starter template: %s holds, want it to fail", name)
+		}
+	}
+}
+
+func TestAnswerWithoutToolsFails(t *testing.T) {
+	r := grade(t, Options{Dir: t.TempDir()})
+	if r.Passed || r.NotStarted {
+		t.Fatalf("empty answer: passed %v, not started %v; want failed", r.Passed, r.NotStarted)
+	}
+	if p := property(r, "build_call"); p.OK || p.Detail == "" {
+		t.Errorf("build_call = %+v, want a failure naming the missing folder", p)
+	}
+}
+
+// e15 is the manifest's lesson 15.
+func e15() course.Lesson {
+	l, _ := course.ByNumber(15)
+	return l
+}
+
+// property returns the property called name, or fails the test.
+func property(r Result, name string) report.Prop {
+	for _, p := range r.Props {
+		if p.Name == name {
+			return p
+		}
+	}
+	panic("no property " + name)
+}
+
+// A property's sentence carries its "but ..." clause only when the property
+// was checked and failed: a property that holds, or one that could not be
+// checked (its tool printed no JSON), must not be told what went wrong.
+func TestSentenceSaysButOnlyForACheckedFailure(t *testing.T) {
+	g := &grader{findings: map[string]finding{}, todo: map[string]bool{}}
+	g.set("plan_fits", true, "worst case 1400 against total_ms 1500")
+	g.set("deadline_floor", false, "call 3 started with 191 ms left")
+	g.failAllOf("call did not build", "call_connect_limit")
+	r := g.result(time.Now())
+
+	for name, want := range map[string]string{
+		"plan_fits":          "the plan's worst case (call budgets + reserve) must fit in total_ms",
+		"deadline_floor":     "a call with less than --min-ms left must not start (phase no_budget, elapsed 0, counted in skipped), but a call was started with no budget left",
+		"call_connect_limit": "the connect limit must be its own short timeout (--connect 0.3 here)",
+	} {
+		if got := property(r, name).Story; got != want {
+			t.Errorf("%s: sentence %q, want %q", name, got, want)
+		}
+	}
+	for _, s := range specs {
+		if strings.Contains(s.demand, ", but ") {
+			t.Errorf("%s: the demand %q holds a failure clause; put it in the spec's failure field", s.name, s.demand)
+		}
+	}
+}
+
+// lab check shows a starter's unwritten plan as "to do", not as a shouted
+// failure, and a property this system cannot check as "skipped", not "ok".
+func TestReportStatuses(t *testing.T) {
+	g := &grader{findings: map[string]finding{}, todo: map[string]bool{}}
+	for _, tool := range Tools {
+		g.todo[tool] = true
+	}
+	g.set("call_done", false, "call still prints its TODO")
+	g.set("plan_shape", false, "budget_plan.json: total_ms must be a positive number")
+	g.set("call_connect_limit", true, "skipped: this system has no blackhole (Linux only)")
+	g.set("plan_fits", true, "worst case 1400 against total_ms 1500")
+	want := map[string]string{
+		"call_done":          report.NotRun,
+		"plan_shape":         report.ToDo,
+		"call_connect_limit": report.Skipped,
+		"plan_fits":          report.OK,
+	}
+	r := g.result(time.Now())
+	for name, status := range want {
+		if p := property(r, name); p.Status != status {
+			t.Errorf("%s: status %q, want %q", name, p.Status, status)
+		}
+	}
+	if !r.NotStarted || r.Passed {
+		t.Errorf("not started %v, passed %v", r.NotStarted, r.Passed)
+	}
+	g.todo = map[string]bool{}
+	r = g.result(time.Now())
+	if p := property(r, "plan_shape"); p.Status != report.Fail || p.Detail == "" {
+		t.Errorf("a started answer's invalid plan: status %q detail %q, want %q with the detail", p.Status, p.Detail, report.Fail)
+	}
+}
+
+// The verdict names the failed properties, but not forty of them.
+func TestSummaryNamesAFewFailures(t *testing.T) {
+	var res Result
+	for i := range 9 {
+		res.Props = append(res.Props, report.Prop{Name: fmt.Sprintf("p%d", i), Required: true, OK: i == 0})
+	}
+	got := summary(res)
+	want := "8 of 9 required properties do not hold: p1, p2, p3, p4, p5, p6 and 2 more."
+	if got != want {
+		t.Errorf("summary = %q, want %q", got, want)
+	}
+	res.Props = res.Props[:3]
+	if got, want := summary(res), "2 of 3 required properties do not hold: p1, p2."; got != want {
+		t.Errorf("summary = %q, want %q", got, want)
+	}
+}

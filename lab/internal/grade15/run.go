@@ -1,0 +1,121 @@
+package grade15
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"quoteflowlab.dev/lab/internal/runner"
+)
+
+// runTimeout bounds one tool run; every scenario of a correct tool ends
+// well before. Scenarios may set a tighter bound.
+const runTimeout = 15 * time.Second
+
+// A run is one tool process: its output and the wall time the grader measured.
+type run struct {
+	tool    string
+	stdout  []byte
+	stderr  []byte
+	wall    time.Duration
+	problem string // why no JSON can be checked; "" when stdout holds JSON
+	killed  bool   // it ran past its time bound
+}
+
+// wallMS is the measured wall time in milliseconds.
+func (r run) wallMS() float64 { return float64(r.wall) / float64(time.Millisecond) }
+
+// exec runs tool with args and measures its wall time. The run is killed
+// after runTimeout.
+func (g *grader) exec(ctx context.Context, tool string, args ...string) run {
+	return g.execWithin(ctx, runTimeout, tool, args...)
+}
+
+// execWithin is exec with its own time bound. The tool runs in a process
+// group of its own, killed whole at the bound.
+func (g *grader) execWithin(parent context.Context, within time.Duration, tool string, args ...string) run {
+	r := run{tool: tool}
+	bin, ok := g.bins[tool]
+	if !ok {
+		r.problem = tool + " did not build"
+		return r
+	}
+	var stdout runner.Buffer
+	res := runner.Run(parent, runner.Cmd{Name: bin, Args: args, Timeout: within, Stdout: &stdout})
+	r.wall = res.Elapsed
+	r.stdout, r.stderr = stdout.Bytes(), []byte(res.Output)
+	var err error
+	if res.ExitCode != 0 {
+		err = fmt.Errorf("exit status %d", res.ExitCode)
+	}
+	switch {
+	case res.Err != nil && parent.Err() != nil:
+		r.problem = fmt.Sprintf("grading was stopped while %s ran: %v", tool, parent.Err())
+	case res.TimedOut:
+		r.killed = true
+		r.problem = fmt.Sprintf("%s %s was still running after %v and was killed (with every process it started)", tool, strings.Join(args, " "), within)
+	case res.Err != nil:
+		r.problem = fmt.Sprintf("%s could not run: %v", tool, res.Err)
+	case err != nil && bytes.Contains(append(r.stdout, r.stderr...), []byte("TODO")):
+		g.mu.Lock()
+		g.todo[tool] = true
+		g.mu.Unlock()
+		r.problem = tool + " still prints its TODO: " + shorten(string(r.stderr)+string(r.stdout))
+	case !json.Valid(firstValue(r.stdout)):
+		r.problem = fmt.Sprintf("%s printed no JSON on stdout (%v): %s", tool, exitText(err), shorten(string(r.stdout)+" "+string(r.stderr)))
+	}
+	return r
+}
+
+// exitText describes a process's exit.
+func exitText(err error) string {
+	if err == nil {
+		return "exit 0"
+	}
+	return err.Error()
+}
+
+// firstValue returns the first JSON value on stdout (tools print one line,
+// but a trailing log line must not break decoding).
+func firstValue(stdout []byte) []byte {
+	dec := json.NewDecoder(bytes.NewReader(stdout))
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return nil
+	}
+	return raw
+}
+
+// decode decodes the run's JSON into v and reports missing keys of the top
+// object; nested keys are checked by the callers.
+func (r run) decode(v any, keys ...string) error {
+	raw := firstValue(r.stdout)
+	if err := missingKeys(raw, keys...); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%s output: %v", r.tool, err)
+	}
+	return nil
+}
+
+// missingKeys reports the keys the JSON object raw lacks.
+func missingKeys(raw []byte, keys ...string) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return fmt.Errorf("want a JSON object: %v", err)
+	}
+	var missing []string
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing %s in %s", strings.Join(missing, ", "), shorten(string(raw)))
+	}
+	return nil
+}

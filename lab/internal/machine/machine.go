@@ -1,0 +1,149 @@
+// Package machine tells a wrong answer from a busy machine. A Monitor
+// samples, every 10 ms while a check runs, how late a 10 ms timer fires
+// in the lab's own process and (on Linux) the kernel's CPU pressure: the
+// share of time some task was ready to run but waited for a CPU. The
+// second is what matters for an answer: a waking timer is favoured by the
+// scheduler and fires on time on a loaded machine, while an answer's
+// goroutines get a small share of the CPUs. A correct answer whose timed check fails while the machine
+// is that busy is re-run; when it fails again, the verdict is
+// "inconclusive", never "failed".
+package machine
+
+import (
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"quoteflowlab.dev/lab/internal/report"
+)
+
+const tick = 10 * time.Millisecond
+
+// Thresholds for Busy. A 10 ms timer that fires 25 ms late in one sample
+// of a hundred, or tasks waiting for a CPU more than half the time, means
+// the machine cannot keep the tens-of-milliseconds promises that the
+// course's timed checks rely on.
+const (
+	busyLagP99   = 25 * time.Millisecond
+	busyPressure = 0.5
+)
+
+// A Monitor samples the machine until Stop.
+type Monitor struct {
+	stop chan struct{}
+	done chan struct{}
+
+	mu    sync.Mutex
+	lags  []time.Duration
+	stall []sample // cumulative CPU stall, when the kernel reports it
+}
+
+// sample is the kernel's cumulative CPU stall at one moment.
+type sample struct {
+	at    time.Time
+	stall time.Duration
+}
+
+// Start begins sampling.
+func Start() *Monitor {
+	m := &Monitor{stop: make(chan struct{}), done: make(chan struct{})}
+	go m.loop()
+	return m
+}
+
+func (m *Monitor) loop() {
+	defer close(m.done)
+	t := time.NewTimer(tick)
+	defer t.Stop()
+	want := time.Now().Add(tick)
+	for {
+		select {
+		case <-m.stop:
+			return
+		case now := <-t.C:
+			lag := max(now.Sub(want), 0)
+			st, ok := cpuStall()
+			m.mu.Lock()
+			m.lags = append(m.lags, lag)
+			if ok {
+				m.stall = append(m.stall, sample{now, st})
+			}
+			if len(m.lags) > 1<<16 { // an hour of samples is plenty
+				m.lags, m.stall = m.lags[len(m.lags)/2:], m.stall[len(m.stall)/2:]
+			}
+			m.mu.Unlock()
+			want = time.Now().Add(tick)
+			t.Reset(tick)
+		}
+	}
+}
+
+// Mark returns the number of samples so far, to read a window with Since.
+func (m *Monitor) Mark() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.lags)
+}
+
+// Since summarizes the samples taken after mark.
+func (m *Monitor) Since(mark int) report.Machine {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mark = min(mark, len(m.lags))
+	return summarize(m.lags[mark:], m.stall[min(mark, len(m.stall)):])
+}
+
+// Stop ends sampling and summarizes every sample.
+func (m *Monitor) Stop() report.Machine {
+	close(m.stop)
+	<-m.done
+	return m.Since(0)
+}
+
+func summarize(lags []time.Duration, stall []sample) report.Machine {
+	if len(lags) == 0 {
+		return report.Machine{}
+	}
+	s := slices.Clone(lags)
+	slices.Sort(s)
+	at := func(q float64) time.Duration { return s[min(int(q*float64(len(s))), len(s)-1)] }
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	m := report.Machine{LagP50MS: ms(at(0.5)), LagP99MS: ms(at(0.99)), LagMaxMS: ms(s[len(s)-1])}
+	if len(stall) >= 2 {
+		first, last := stall[0], stall[len(stall)-1]
+		if wall := last.at.Sub(first.at); wall > 0 {
+			m.CPUPressure = min(float64(last.stall-first.stall)/float64(wall), 1)
+		}
+	}
+	m.Busy = at(0.99) >= busyLagP99 || m.CPUPressure >= busyPressure
+	return m
+}
+
+// cpuStall reads the cumulative time some task waited for a CPU
+// (/proc/pressure/cpu, Linux 4.20+).
+func cpuStall() (time.Duration, bool) {
+	data, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return 0, false
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	_, total, ok := strings.Cut(line, "total=")
+	if !ok {
+		return 0, false
+	}
+	us, err := strconv.ParseInt(strings.TrimSpace(total), 10, 64)
+	return time.Duration(us) * time.Microsecond, err == nil
+}
+
+// Describe says in a sentence how busy the machine was.
+func Describe(m report.Machine) string {
+	s := "a 10 ms timer fired up to " + strconv.FormatFloat(m.LagMaxMS, 'f', 0, 64) + " ms late (p99 " +
+		strconv.FormatFloat(m.LagP99MS, 'f', 0, 64) + " ms)"
+	if m.CPUPressure > 0 {
+		s += ", and tasks waited for a CPU " + strconv.FormatFloat(100*m.CPUPressure, 'f', 0, 64) + "% of the time"
+	}
+	return s
+}

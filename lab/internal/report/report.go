@@ -1,0 +1,177 @@
+// Package report is the one result model of `lab check`, whatever the
+// grading method: a report with a verdict, the answer's run on the correct
+// build (for mutant-graded exercises), and one property per thing checked —
+// a mutant to catch, a wheat to pass, or a measured property to hold. It
+// renders as text for a terminal and as the JSON of `lab check --json`.
+package report
+
+import (
+	"encoding/json"
+	"io"
+)
+
+// SchemaVersion is the version of the JSON document. It changes only when
+// a field is removed or changes meaning; new fields may appear at any time.
+const SchemaVersion = 1
+
+// Method is how an exercise is graded.
+type Method string
+
+const (
+	// Mutants: the answer is a test; it must pass on the correct checkpoint
+	// and on every wheat, and fail on every mutant.
+	Mutants Method = "mutants"
+	// Measured: the answer is a set of tools; the grader runs them and
+	// measures each property itself.
+	Measured Method = "measured"
+)
+
+// Verdict is the outcome of one check.
+type Verdict string
+
+const (
+	Passed     Verdict = "passed"
+	Failed     Verdict = "failed"
+	NotStarted Verdict = "not_started"
+	// Inconclusive: a timed check failed while the machine was too busy
+	// for its timing to mean anything, and failed again on a re-run.
+	// Never given to an answer whose failure the machine's load cannot explain.
+	Inconclusive Verdict = "inconclusive"
+	// Flaky: with --repeat, the same build gave different results.
+	Flaky Verdict = "flaky"
+)
+
+// ExitCode is the lab check exit code of a verdict: 0 passed, 3
+// inconclusive (try again on a quieter machine), 1 otherwise.
+func (v Verdict) ExitCode() int {
+	switch v {
+	case Passed:
+		return 0
+	case Inconclusive:
+		return 3
+	}
+	return 1
+}
+
+// Kind is what a property is.
+type Kind string
+
+const (
+	Mutant  Kind = "mutant"   // a build with one bug: the answer must fail on it
+	Wheat   Kind = "wheat"    // a correct build that differs: the answer must pass on it
+	Measure Kind = "measured" // a property the grader measures (E15)
+)
+
+// Statuses. Mutant statuses follow mutation-testing tools.
+const (
+	Caught    = "caught"     // mutant: the answer failed on it, as it must
+	Missed    = "missed"     // mutant: the answer passed on it
+	TimedOut  = "timed_out"  // the answer hung on this build and was killed
+	NotViable = "not_viable" // the mutant or wheat itself did not build: a course bug, never the student's miss
+	NotRun    = "not_run"    // not run: the answer must pass on the correct build first
+
+	Pass = "passed" // wheat or reference run: the answer passed, as it must
+	Fail = "failed" // wheat or reference run: the answer failed; measured: does not hold
+
+	OK          = "ok"           // measured: holds
+	Skipped     = "skipped"      // measured: cannot be checked on this system; not held against the answer
+	ToDo        = "to_do"        // measured: not met by an answer that is not started yet
+	BuildFailed = "build_failed" // reference run: the answer does not compile
+	Busy        = "inconclusive" // failed twice while the machine was too busy to judge timing
+)
+
+// Report is the result of checking one answer.
+type Report struct {
+	SchemaVersion int      `json:"schema_version"`
+	Exercise      string   `json:"exercise"` // "E14"
+	Title         string   `json:"title"`
+	Method        Method   `json:"method"`
+	Answer        string   `json:"answer"`               // the answer checked (slash path from the repository root when inside it)
+	Checkpoint    string   `json:"checkpoint,omitempty"` // mutants: the checkpoint it runs against
+	Variant       string   `json:"variant,omitempty"`    // measured, instructors: the broken variant swapped in
+	Verdict       Verdict  `json:"verdict"`
+	OK            bool     `json:"ok"`             // Verdict == Passed
+	Summary       string   `json:"summary"`        // the verdict as one sentence
+	Next          string   `json:"next,omitempty"` // what to do now, when not passed
+	Reference     *Run     `json:"reference,omitempty"`
+	Properties    []Prop   `json:"properties"`
+	Score         *Score   `json:"score,omitempty"`
+	Machine       *Machine `json:"machine,omitempty"`
+	Repeat        int      `json:"repeat,omitempty"` // runs per build with --repeat
+	Notes         []string `json:"notes,omitempty"`  // re-runs and other things worth knowing
+	ElapsedMS     int64    `json:"elapsed_ms"`
+}
+
+// Run is one execution of the answer on the correct build.
+type Run struct {
+	Status    string `json:"status"` // passed, failed, build_failed, timed_out
+	ExitCode  int    `json:"exit_code"`
+	Output    string `json:"output"` // the answer's output (or the compiler's)
+	ElapsedMS int64  `json:"elapsed_ms"`
+	PassRate  string `json:"pass_rate,omitempty"` // with --repeat: "4/5"
+}
+
+// Prop is one thing the answer must show: a mutant to catch, a wheat to
+// pass, or a measured property to hold.
+type Prop struct {
+	Name     string `json:"name"`
+	Kind     Kind   `json:"kind"`
+	Story    string `json:"story"` // one sentence for a student
+	Required bool   `json:"required"`
+	OK       bool   `json:"ok"`
+	Status   string `json:"status"`
+	Detail   string `json:"detail,omitempty"`
+	PassRate string `json:"pass_rate,omitempty"` // with --repeat: runs that exited 0, "2/5"
+}
+
+// Score is the mutation score: how many mutants the answer caught.
+type Score struct {
+	RequiredCaught int `json:"required_caught"`
+	Required       int `json:"required"`
+	BonusCaught    int `json:"bonus_caught"`
+	Bonus          int `json:"bonus"`
+	WheatsPassed   int `json:"wheats_passed"`
+	Wheats         int `json:"wheats"`
+}
+
+// Machine is how busy the machine was while the answer ran: how late a
+// 10 ms timer fired, sampled throughout, and the kernel's CPU pressure.
+type Machine struct {
+	LagP50MS float64 `json:"lag_p50_ms"`
+	LagP99MS float64 `json:"lag_p99_ms"`
+	LagMaxMS float64 `json:"lag_max_ms"`
+	// CPUPressure (Linux): the share of the time some task was ready to
+	// run but waited for a CPU.
+	CPUPressure float64 `json:"cpu_pressure,omitempty"`
+	Busy        bool    `json:"busy"` // too busy for a timed check to mean anything
+}
+
+// Counts returns how many required and bonus mutants or properties are ok,
+// and how many there are (wheats not included).
+func (r *Report) Counts() (reqOK, req, bonusOK, bonus int) {
+	for _, p := range r.Properties {
+		if p.Kind == Wheat {
+			continue
+		}
+		if p.Required {
+			req++
+			if p.OK {
+				reqOK++
+			}
+		} else {
+			bonus++
+			if p.OK {
+				bonusOK++
+			}
+		}
+	}
+	return
+}
+
+// WriteJSON writes the report as one indented JSON document.
+func (r *Report) WriteJSON(w io.Writer) error {
+	r.SchemaVersion = SchemaVersion
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}

@@ -1,0 +1,215 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteText renders the report for a terminal.
+func (r *Report) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "%s · %s\n", r.Exercise, r.Title)
+	switch {
+	case r.Checkpoint != "":
+		fmt.Fprintf(w, "answer: %s    checkpoint: %s\n", r.Answer, r.Checkpoint)
+	case r.Variant != "":
+		fmt.Fprintf(w, "answer: %s    with broken variant: %s\n", r.Answer, r.Variant)
+	default:
+		fmt.Fprintf(w, "answer: %s\n", r.Answer)
+	}
+	fmt.Fprintln(w)
+	if ref := r.Reference; ref != nil {
+		r.writeReference(w, ref)
+	}
+	r.writeProperties(w)
+	if s := r.Score; s != nil && r.Reference != nil && r.Reference.Status == Pass {
+		fmt.Fprintf(w, "mutation score: required %d/%d, bonus %d/%d; wheats passed %d/%d\n",
+			s.RequiredCaught, s.Required, s.BonusCaught, s.Bonus, s.WheatsPassed, s.Wheats)
+	}
+	for _, n := range r.Notes {
+		for i, line := range wrap(n, 90) {
+			if i == 0 {
+				fmt.Fprintf(w, "note: %s\n", line)
+			} else {
+				fmt.Fprintf(w, "      %s\n", line)
+			}
+		}
+	}
+	fmt.Fprintf(w, "verdict: %s: %s\n", VerdictWord(r.Verdict), r.Summary)
+	if r.Next != "" {
+		fmt.Fprintf(w, "next: %s\n", r.Next)
+	}
+}
+
+func (r *Report) writeReference(w io.Writer, ref *Run) {
+	secs := Seconds(ref.ElapsedMS)
+	rate := ""
+	if ref.PassRate != "" {
+		rate = ", passed " + ref.PassRate + " runs"
+	}
+	switch ref.Status {
+	case Pass:
+		fmt.Fprintf(w, "on %s (unbroken): passed (%s%s)\n", r.Checkpoint, secs, rate)
+		for _, line := range wrap(LastLine(ref.Output), 76) {
+			fmt.Fprintf(w, "    %s\n", line)
+		}
+	case BuildFailed:
+		fmt.Fprintf(w, "build: the answer does not compile:\n")
+		Indent(w, "    | ", ref.Output)
+	case TimedOut:
+		fmt.Fprintf(w, "on %s (unbroken): TIMED OUT after %s; its output so far:\n", r.Checkpoint, secs)
+		Indent(w, "    | ", orNone(ref.Output))
+	default:
+		fmt.Fprintf(w, "on %s (unbroken): FAILED (exit %d, %s%s); it must pass here first. Its output:\n", r.Checkpoint, ref.ExitCode, secs, rate)
+		Indent(w, "    | ", orNone(ref.Output))
+	}
+	fmt.Fprintln(w)
+}
+
+func (r *Report) writeProperties(w io.Writer) {
+	var muts, wheats, measured []Prop
+	for _, p := range r.Properties {
+		switch p.Kind {
+		case Wheat:
+			wheats = append(wheats, p)
+		case Mutant:
+			muts = append(muts, p)
+		default:
+			measured = append(measured, p)
+		}
+	}
+	notRun := r.Reference != nil && r.Reference.Status != Pass
+	if len(muts) > 0 {
+		if notRun {
+			fmt.Fprintf(w, "mutants (not run until the answer passes on %s; it will have to fail on each):\n", r.Checkpoint)
+		} else {
+			fmt.Fprintf(w, "mutants (each is %s with one bug; the answer must fail on every one):\n", r.Checkpoint)
+		}
+		writeProps(w, muts)
+	}
+	if len(wheats) > 0 {
+		if notRun {
+			fmt.Fprintln(w, "wheats (not run yet; the answer will have to pass on each):")
+		} else {
+			fmt.Fprintf(w, "wheats (each is %s changed in a way the contract allows; the answer must pass on every one):\n", r.Checkpoint)
+		}
+		writeProps(w, wheats)
+	}
+	if len(measured) > 0 {
+		fmt.Fprintln(w, "properties:")
+		writeProps(w, measured)
+	}
+}
+
+func writeProps(w io.Writer, props []Prop) {
+	for _, p := range props {
+		kind := "bonus"
+		if p.Required {
+			kind = "required"
+		}
+		status := StatusWord(p)
+		if p.PassRate != "" {
+			kind += " (" + p.PassRate + " passed)"
+		}
+		fmt.Fprintf(w, "  %-10s %-8s  %s\n", status, kind, p.Name)
+		for _, line := range wrap(p.Story, 70) {
+			fmt.Fprintf(w, "%23s%s\n", "", line)
+		}
+		if p.Detail != "" {
+			Indent(w, strings.Repeat(" ", 23)+"> ", p.Detail)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// StatusWord is a property's status as printed: words, and shouted when it
+// decides a failing verdict.
+func StatusWord(p Prop) string {
+	s := strings.ReplaceAll(p.Status, "_", " ")
+	if p.OK || !p.Required || p.Status == NotRun || p.Status == ToDo || p.Status == Busy {
+		return s
+	}
+	return strings.ToUpper(s)
+}
+
+// VerdictWord is the verdict as printed.
+func VerdictWord(v Verdict) string {
+	switch v {
+	case Passed:
+		return "PASSED"
+	case NotStarted:
+		return "NOT STARTED"
+	case Inconclusive:
+		return "INCONCLUSIVE: machine too busy"
+	case Flaky:
+		return "FLAKY"
+	}
+	return "FAILED"
+}
+
+// Indent writes text with prefix before each line.
+func Indent(w io.Writer, prefix, text string) {
+	text = strings.TrimRight(text, "\n")
+	if text == "" {
+		return
+	}
+	for line := range strings.SplitSeq(text, "\n") {
+		fmt.Fprintf(w, "%s%s\n", prefix, strings.TrimRight(line, "\r"))
+	}
+}
+
+func orNone(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "(no output)"
+	}
+	return s
+}
+
+// LastLine returns the last non-empty line of s: where an answer says
+// whether it passed.
+func LastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\r\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+// Shorten cuts s to n runes for a one-line detail.
+func Shorten(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-3]) + "..."
+	}
+	return s
+}
+
+// wrap breaks text into lines of at most width runes at spaces.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		switch {
+		case line == "":
+			line = word
+		case len([]rune(line))+1+len([]rune(word)) <= width:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line = word
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// Seconds formats milliseconds for a person.
+func Seconds(ms int64) string {
+	if ms < 1000 {
+		return fmt.Sprintf("%d ms", ms)
+	}
+	return fmt.Sprintf("%.1f s", float64(ms)/1000)
+}

@@ -1,0 +1,23 @@
+//go:build unix
+
+package runner
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// setGroup starts the child as the leader of a new process group, so that
+// everything it starts can be killed with it.
+func setGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// killGroup kills the child's whole process group. It is safe to call
+// after the child has exited: its grandchildren keep the group alive.
+func killGroup(cmd *exec.Cmd) {
+	if cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+}

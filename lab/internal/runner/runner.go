@@ -1,0 +1,210 @@
+// Package runner is the one way the lab runs child programs: go build, an
+// answer, a tool, go test. Every child runs in a process group of its own,
+// is killed with that whole group when its time is up (or when the caller
+// gives up), has its output capped, and is waited for at most a short
+// grace after the kill, so a grandchild that holds stdout open cannot
+// stretch a run past its bound.
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// MaxOutput bounds what is kept of one run's output; the start is kept,
+// since that is where a program explains itself.
+const MaxOutput = 64 << 10
+
+// waitDelay is how long a killed child's pipes are waited for.
+const waitDelay = 500 * time.Millisecond
+
+// A Cmd is one child program to run.
+type Cmd struct {
+	Name    string        // program: a path, or a name looked up on PATH
+	Args    []string      // arguments
+	Dir     string        // working directory
+	Env     []string      // extra KEY=VALUE settings over the lab's own environment
+	Timeout time.Duration // kill after this long; 0: only when ctx is done
+	// Stdout, when set, receives stdout separately (still capped); otherwise
+	// stdout and stderr are combined in Result.Output.
+	Stdout *Buffer
+}
+
+// Result is what one finished (or killed) child left behind.
+type Result struct {
+	ExitCode int    // -1 when it never ran or was killed
+	Output   string // stdout and stderr combined (stderr only when Cmd.Stdout is set), capped
+	TimedOut bool   // killed after Cmd.Timeout
+	// HeldOpen: after the child exited or was killed, something it started
+	// kept its output open; the group was killed and the pipes abandoned.
+	HeldOpen bool
+	Elapsed  time.Duration
+	CPU      time.Duration // user + system time the child itself used
+	// Computing: when it was killed, the child was running, not waiting
+	// (Linux; elsewhere, it had used the CPU most of its time).
+	Computing bool
+	Err       error // could not start, or ctx was done first
+}
+
+// OK reports whether the child ran and exited 0.
+func (r Result) OK() bool { return r.Err == nil && !r.TimedOut && r.ExitCode == 0 }
+
+// Run runs c and waits for it, within c.Timeout and ctx.
+func Run(ctx context.Context, c Cmd) (res Result) {
+	tctx, cancel := ctx, context.CancelFunc(func() {})
+	if c.Timeout > 0 {
+		tctx, cancel = context.WithTimeout(ctx, c.Timeout)
+	}
+	defer cancel()
+	cmd := exec.Command(c.Name, c.Args...)
+	cmd.Dir = c.Dir
+	cmd.Env = append(os.Environ(), c.Env...)
+	var out Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if c.Stdout != nil {
+		cmd.Stdout = c.Stdout
+	}
+	setGroup(cmd)
+	cmd.WaitDelay = waitDelay
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			err = fmt.Errorf("%s is not on your PATH: %w", c.Name, err)
+		}
+		return Result{ExitCode: -1, Err: err}
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	killed := false
+	select {
+	case err = <-done:
+	case <-tctx.Done():
+		killed = true
+		computing, known := false, false
+		for range 5 { // a spinning program is seen running in a few samples
+			if computing, known = busyThreads(cmd.Process.Pid); computing || !known {
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		killGroup(cmd)
+		defer func() { res.Computing = computing || !known && res.CPU > res.Elapsed/2 }()
+		err = <-done
+	}
+	// Whatever the child left behind in its group goes too.
+	killGroup(cmd)
+	res = Result{ExitCode: -1, Output: out.String(), Elapsed: time.Since(start)}
+	res.HeldOpen = errors.Is(err, exec.ErrWaitDelay)
+	if ps := cmd.ProcessState; ps != nil {
+		res.CPU = ps.UserTime() + ps.SystemTime()
+	}
+	switch {
+	case killed && ctx.Err() != nil:
+		res.Err = ctx.Err()
+	case killed:
+		res.TimedOut = true
+	case err == nil || errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success():
+		res.ExitCode = 0
+	default:
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			res.ExitCode = exit.ExitCode()
+		} else if cmd.ProcessState != nil {
+			res.ExitCode = cmd.ProcessState.ExitCode()
+		} else {
+			res.Err = err
+		}
+	}
+	return res
+}
+
+// GoCommand finds the go command: on PATH, else in this program's GOROOT.
+func GoCommand() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	p := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	return "go"
+}
+
+// BuildTimeout bounds one `go build`: a cold cache on a slow laptop
+// compiles net/http first.
+const BuildTimeout = 10 * time.Minute
+
+// Build runs `go build` of pkg into bin in dir, with an optional overlay.
+// GOWORK=off: a go.work a student keeps above the clone must not change
+// what is built.
+func Build(ctx context.Context, dir, overlay, bin, pkg string) Result {
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		return Result{ExitCode: -1, Err: err}
+	}
+	args := []string{"build", "-ldflags=-s -w", "-o", bin}
+	if overlay != "" {
+		args = append(args, "-overlay", overlay)
+	}
+	args = append(args, pkg)
+	return Run(ctx, Cmd{Name: GoCommand(), Args: args, Dir: dir, Env: []string{"GOWORK=off"}, Timeout: BuildTimeout})
+}
+
+// Exe adds the platform's executable suffix.
+func Exe(name string) string {
+	if runtime.GOOS == "windows" {
+		return name + ".exe"
+	}
+	return name
+}
+
+// Buffer keeps the first MaxOutput bytes written to it; it is safe for
+// the two writers (stdout, stderr) exec uses.
+type Buffer struct {
+	mu        sync.Mutex
+	buf       bytes.Buffer
+	truncated bool
+}
+
+// Write keeps what fits and never fails, so a chatty child is not killed
+// by a full pipe.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := MaxOutput - b.buf.Len(); len(p) > room {
+		b.buf.Write(p[:max(room, 0)])
+		b.truncated = true
+	} else {
+		b.buf.Write(p)
+	}
+	return len(p), nil
+}
+
+// Bytes returns what was kept.
+func (b *Buffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+// String returns what was kept, saying so when output was cut.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.truncated {
+		return b.buf.String() + "\n... (output truncated)\n"
+	}
+	return b.buf.String()
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,81 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the child programs: RUNNER_CHILD picks one.
+func TestMain(m *testing.M) {
+	switch os.Getenv("RUNNER_CHILD") {
+	case "":
+		os.Exit(m.Run())
+	case "echo":
+		fmt.Println("hello from the child")
+		os.Exit(3)
+	case "hang":
+		time.Sleep(time.Hour)
+	case "fork-and-hang":
+		// Start a grandchild that holds our stdout open, tell the test its
+		// pid, then hang ourselves: the kill must reach both.
+		gc := exec.Command(os.Args[0])
+		gc.Env = append(os.Environ(), "RUNNER_CHILD=hang")
+		gc.Stdout, gc.Stderr = os.Stdout, os.Stderr
+		if err := gc.Start(); err != nil {
+			fmt.Println("start:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("grandchild %d\n", gc.Process.Pid)
+		if os.Getenv("RUNNER_EXIT") != "" {
+			os.Exit(0) // leave the grandchild holding stdout
+		}
+		time.Sleep(time.Hour)
+	case "chatty":
+		line := strings.Repeat("x", 1023) + "\n"
+		for range 200 {
+			os.Stdout.WriteString(line)
+		}
+	}
+	os.Exit(0)
+}
+
+func child(name string, env ...string) Cmd {
+	return Cmd{Name: os.Args[0], Env: append([]string{"RUNNER_CHILD=" + name}, env...)}
+}
+
+func TestRunReportsExitCodeAndOutput(t *testing.T) {
+	res := Run(context.Background(), child("echo"))
+	if res.ExitCode != 3 || res.Err != nil || res.TimedOut || !strings.Contains(res.Output, "hello from the child") {
+		t.Fatalf("got %+v", res)
+	}
+}
+
+func TestContextCancelIsNotATimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	c := child("hang")
+	c.Timeout = time.Minute
+	res := Run(ctx, c)
+	if res.TimedOut || res.Err == nil || res.Elapsed > 5*time.Second {
+		t.Fatalf("got %+v, want Err set (the caller gave up), not a timeout", res)
+	}
+}
+
+func TestOutputIsCapped(t *testing.T) {
+	res := Run(context.Background(), child("chatty"))
+	if !res.OK() || len(res.Output) > MaxOutput+100 || !strings.HasSuffix(res.Output, "(output truncated)\n") {
+		t.Fatalf("ok=%v len=%d", res.OK(), len(res.Output))
+	}
+}
+
+func TestMissingProgramIsAnError(t *testing.T) {
+	res := Run(context.Background(), Cmd{Name: "no-such-program-anywhere"})
+	if res.Err == nil || res.ExitCode != -1 {
+		t.Fatalf("got %+v", res)
+	}
+}

@@ -1,0 +1,132 @@
+package schemata
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"quoteflowlab.dev/lab/internal/runner"
+	"quoteflowlab.dev/lab/internal/variant"
+)
+
+const libSrc = `package lib
+
+import "fmt"
+
+// Limit is a declaration outside any function.
+const Limit = 2
+
+type Counter struct{ n int }
+
+// Add is a method with a named result.
+func (c *Counter) Add(k int) (total int) {
+	c.n += k
+	return c.n
+}
+
+// Join is variadic.
+func Join(sep string, parts ...string) string {
+	out := ""
+	for i, p := range parts {
+		if i > 0 {
+			out += sep
+		}
+		out += p
+	}
+	return out
+}
+
+// Say has no results.
+func Say(w *[]string, s string) { *w = append(*w, fmt.Sprint(s)) }
+`
+
+const mainSrc = `package main
+
+import (
+	"fmt"
+
+	"example.dev/m/lib"
+)
+
+func main() {
+	var c lib.Counter
+	c.Add(1)
+	var said []string
+	lib.Say(&said, "hi")
+	fmt.Println(c.Add(2), lib.Join("-", "a", "b"), said, lib.Limit)
+}
+`
+
+func edit(name, old, new string) variant.Variant {
+	return variant.Variant{Exercise: "E0", Name: name, Kind: variant.Mutant, File: "lib/lib.go", Edits: []variant.Edit{{Old: old, New: new}}}
+}
+
+// One build holds the original and every edit that stays inside function
+// bodies, and runs each when selected; the rest are left for builds of
+// their own, with their reason.
+func TestOneBuildRunsEachVersion(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "go.mod", "module example.dev/m\n\ngo 1.26\n")
+	write(t, root, "lib/lib.go", libSrc)
+	write(t, root, "cmd/main.go", mainSrc)
+	vs := []variant.Variant{
+		edit("adds_twice", "\tc.n += k\n", "\tc.n += 2 * k // MUTANT\n"),
+		edit("join_backwards", "\t\tout += p\n", "\t\tout = p + out // MUTANT\n"),
+		edit("says_loudly", "func Say(w *[]string, s string) { *w = append(*w, fmt.Sprint(s)) }\n",
+			"func Say(w *[]string, s string) { *w = append(*w, strings.ToUpper(s)) }\n"),
+		edit("also_adds_twice", "\tc.n += k\n\treturn c.n\n", "\tc.n += k\n\treturn c.n + k // MUTANT\n"),
+		edit("limit_changed", "const Limit = 2\n", "const Limit = 3 // MUTANT: outside a function\n"),
+	}
+	// says_loudly needs an import the original lacks.
+	vs[2].Edits = append(vs[2].Edits, variant.Edit{Old: "import \"fmt\"\n", New: "import (\n\t\"fmt\"\n\t\"strings\"\n)\n"})
+
+	s, separate, err := Generate(root, filepath.Join(t.TempDir(), "gen"), vs, []byte("test key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(separate) != 1 || separate[0].Variant.Name != "limit_changed" || !strings.Contains(separate[0].Reason, "outside a function") {
+		t.Fatalf("separate = %+v; want only limit_changed, for a change outside a function", separate)
+	}
+	bin := filepath.Join(t.TempDir(), runner.Exe("m"))
+	if res := runner.Build(context.Background(), root, s.Overlay, bin, "./cmd"); !res.OK() {
+		t.Fatalf("the schema does not build:\n%s", res.Output)
+	}
+	for _, tc := range []struct{ env, want string }{
+		{s.Reference(), "3 a-b [hi] 2"},
+		{s.Select("adds_twice"), "6 a-b [hi] 2"},
+		{s.Select("join_backwards"), "3 ba- [hi] 2"},
+		{s.Select("says_loudly"), "3 a-b [HI] 2"},
+		{s.Select("also_adds_twice"), "5 a-b [hi] 2"},
+		{"", "3 a-b [hi] 2"},
+	} {
+		res := runner.Run(context.Background(), runner.Cmd{Name: bin, Env: []string{tc.env}})
+		if got := strings.TrimSpace(res.Output); got != tc.want {
+			t.Errorf("with %q: got %q, want %q", tc.env, got, tc.want)
+		}
+	}
+	if strings.Contains(s.Env, "MUTANT") || strings.Contains(s.Reference(), "reference") {
+		t.Errorf("the selector gives its purpose away: %s", s.Reference())
+	}
+}
+
+func TestAStaleEditIsAnError(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "lib/lib.go", libSrc)
+	_, _, err := Generate(root, t.TempDir(), []variant.Variant{edit("gone", "no such line\n", "x\n")}, nil)
+	if err == nil || !strings.Contains(err.Error(), "E0 mutant gone") {
+		t.Fatalf("err = %v; want a stale edit naming the check", err)
+	}
+}
+
+func write(t *testing.T, root, name, body string) {
+	t.Helper()
+	p := filepath.Join(root, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
