@@ -2,7 +2,10 @@ package queue
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,13 +23,17 @@ func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 // openQueue opens path as a Bolt queue on clk; the file is closed at cleanup.
 func openQueue(t *testing.T, path string, clk *clock) (*Bolt, *bolt.DB) {
+	return openQueueWith(t, path, clk, Limits{MaxTries: 5})
+}
+
+func openQueueWith(t *testing.T, path string, clk *clock, lim Limits) (*Bolt, *bolt.DB) {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	q, err := NewBolt(db, 5)
+	q, err := NewBolt(db, lim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,5 +165,63 @@ func TestALeaseThatExpiresOnTheLastTryIsDead(t *testing.T) {
 	}
 	if j, _ := q.Get("a"); j.State != Dead || j.LastReason != "lease_expired" {
 		t.Errorf("job = %+v, want dead, lease_expired", j)
+	}
+}
+
+func TestFinishedJobsAreKeptUpToALimit(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Now()}
+	q, _ := openQueueWith(t, filepath.Join(t.TempDir(), "q.db"), clk, Limits{MaxTries: 1, KeepFinished: 10})
+	const n = 25 // more than the 10 finished jobs this queue keeps
+	for i := range n {
+		id := fmt.Sprintf("b/%04d/boreal", i)
+		if err := q.Enqueue(ctx, Job{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		if jobs, err := q.Lease(ctx, 1, time.Second); err != nil || len(jobs) != 1 {
+			t.Fatalf("Lease: %v, %v", jobs, err)
+		}
+		var err error
+		if i%5 == 4 {
+			_, err = q.Fail(ctx, id, "http_503", 0) // the only try: dead, which is finished too
+		} else {
+			err = q.Complete(ctx, id)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantCounts(t, q, Counts{Done: 8, Dead: 2, Pruned: n - 10})
+	if _, err := q.Get("b/0000/boreal"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the oldest done job is still held (%v): finished jobs must be pruned, oldest first", err)
+	}
+	if j, err := q.Get(fmt.Sprintf("b/%04d/boreal", n-1)); err != nil || j.State != Dead {
+		t.Errorf("the newest finished job = %+v, %v; want it kept, dead", j, err)
+	}
+	if err := q.Complete(ctx, "b/0000/boreal"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Complete of a pruned job = %v, want ErrNotFound", err)
+	}
+}
+
+func TestThePendingJobsAreBoundedInCountAndSize(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Now()}
+	q, _ := openQueueWith(t, filepath.Join(t.TempDir(), "q.db"), clk, Limits{MaxOpen: 3})
+	if err := q.Enqueue(ctx, Job{ID: "a"}, Job{ID: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Enqueue(ctx, Job{ID: "c"}, Job{ID: "d"}); !errors.Is(err, ErrFull) {
+		t.Errorf("a fourth job = %v, want ErrFull", err)
+	}
+	wantCounts(t, q, Counts{Pending: 2}) // all of the refused Enqueue or none of it
+	q.Lease(ctx, 1, time.Second)
+	q.Complete(ctx, "a")
+	if err := q.Enqueue(ctx, Job{ID: "c"}, Job{ID: "d"}); err != nil {
+		t.Errorf("after one job finished, two more = %v; want room for them", err)
+	}
+	for _, j := range []Job{{ID: strings.Repeat("x", MaxIDBytes+1)}, {ID: "e", Body: make([]byte, MaxBodyBytes+1)}} {
+		if err := q.Enqueue(ctx, j); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("a %d-byte ID, %d-byte body = %v, want ErrTooLarge", len(j.ID), len(j.Body), err)
+		}
 	}
 }

@@ -29,7 +29,7 @@ type State string
 const (
 	Pending State = "pending" // waiting for a worker
 	Leased  State = "leased"  // a worker has it until LeaseUntil
-	Done    State = "done"    // finished; kept so a second Enqueue of its ID is a no-op
+	Done    State = "done"    // finished; kept (up to a limit) so a second Enqueue of its ID is a no-op
 	Dead    State = "dead"    // failed MaxTries times; kept with its LastReason
 )
 
@@ -39,6 +39,8 @@ type Counts struct {
 	Leased  int `json:"leased"`
 	Done    int `json:"done"`
 	Dead    int `json:"dead"`
+	// Pruned counts the finished jobs removed so far to keep the queue bounded.
+	Pruned int `json:"pruned"`
 }
 
 // ErrNotFound is returned for an ID the queue does not hold.
@@ -48,13 +50,16 @@ var ErrNotFound = errors.New("queue: no such job")
 // concurrent use, and a write is durable when it returns.
 type Queue interface {
 	// Enqueue adds jobs as pending; a job whose ID is already held, in any
-	// state, is left as it is.
+	// state, is left as it is. A queue is bounded: past its limit Enqueue
+	// fails with ErrFull and writes nothing.
 	Enqueue(ctx context.Context, jobs ...Job) error
 	// Lease hands out up to n jobs that are pending and due, or leased with
 	// an expired lease, and leases them for visibility. Each delivery counts
 	// a try; a job whose lease expired on its last try becomes dead instead.
 	Lease(ctx context.Context, n int, visibility time.Duration) ([]Job, error)
-	// Complete marks a job done. Completing a done job again is a no-op.
+	// Complete marks a job done. Completing a done job again is a no-op; a
+	// job no longer held (pruned, or deleted with what it was for) is
+	// ErrNotFound.
 	Complete(ctx context.Context, id string) error
 	// Fail records why a try failed: the job is pending again, due after
 	// retryIn, or dead when it has had its MaxTries. It reports dead.

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"strings"
+	"testing"
+)
+
+// These cases all end before serving, so no test waits on a server.
+func TestRunRefusesWhatItCannotDo(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		say  string // in stderr
+	}{
+		{"help", []string{"-h"}, 0, "-addr"},
+		{"unknown flag", []string{"--bogus"}, 2, "-bogus"},
+		{"stray argument", []string{"extra", "--addr", "127.0.0.1:0"}, 2, `unexpected argument "extra"`},
+		{"bad provider URL", []string{"--provider", "ftp://x", "--addr", busy.Addr().String()}, 2, `ProviderURL "ftp://x"`},
+		{"empty provider URL", []string{"--provider", "", "--addr", busy.Addr().String()}, 2, "--provider is empty"},
+		{"port in use", []string{"--addr", busy.Addr().String()}, 1, busy.Addr().String()},
+		{"compensate without --once", []string{"compensate"}, 2, "--once"},
+		{"compensate with an argument", []string{"compensate", "--once", "extra"}, 2, "usage"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(c.args, &stdout, &stderr); code != c.code {
+				t.Errorf("run(%q) = %d, want %d; stderr:\n%s", c.args, code, c.code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), c.say) {
+				t.Errorf("stderr %q does not mention %q", stderr.String(), c.say)
+			}
+			if strings.Contains(stderr.String(), "quoteflow: quoteflow:") {
+				t.Errorf("stderr repeats the prefix: %q", stderr.String())
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout %q, want nothing: it never served", stdout.String())
+			}
+		})
+	}
+}
+
+func TestCompensateOnceDrainsAndSaysWhatIsLeft(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	dir := t.TempDir()
+	if code := run([]string{"compensate", "--once", "--data", dir}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	if want := "compensation: pending 0, leased 0, done 0, dead 0, pruned 0\n"; stdout.String() != want {
+		t.Errorf("stdout %q, want %q", stdout.String(), want)
+	}
+}
