@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"quoteflowlab.dev/checkpoints/17/quota"
 )
 
 // Code is the reason a job has no value: a short, stable word a program can
@@ -19,12 +21,15 @@ type Code string
 
 // The codes Run itself gives; a Classifier names the others.
 const (
-	CodeTimeout        Code = "timeout"         // one call ran past CallTimeout
-	CodeDeadline       Code = "deadline"        // the overall deadline passed before the job had a final result
-	CodeRateLimited    Code = "rate_limited"    // 429, and the wait asked for no longer fits (or attempts ran out)
-	CodeTransportError Code = "transport_error" // the exchange itself failed
-	CodeInvalidData    Code = "invalid_data"    // an answer that cannot be trusted or decoded
-	CodeError          Code = "error"           // anything else: a program error, never retried
+	CodeTimeout     Code = "timeout"      // one call ran past CallTimeout
+	CodeDeadline    Code = "deadline"     // the overall deadline passed before the job had a final result
+	CodeRateLimited Code = "rate_limited" // 429, or our rate quota, and the wait asked for no longer fits (or attempts ran out)
+	// CodeQuotaUnavailable: the shared quota could not be asked, so the call
+	// was not made (it fails closed); worth running again later.
+	CodeQuotaUnavailable Code = "quota_unavailable"
+	CodeTransportError   Code = "transport_error" // the exchange itself failed
+	CodeInvalidData      Code = "invalid_data"    // an answer that cannot be trusted or decoded
+	CodeError            Code = "error"           // anything else: a program error, never retried
 )
 
 // HTTPCode is the code for a final HTTP status, e.g. "http_503".
@@ -32,10 +37,11 @@ func HTTPCode(status int) Code { return Code("http_" + strconv.Itoa(status)) }
 
 // Retryable reports whether a job that ended with code may succeed if it is
 // run again later: timeouts, the deadline, rate limits, 5xx and transport
-// failures. A compensation queue takes exactly these.
+// failures, and a shared quota that could not be asked. A compensation
+// queue takes exactly these.
 func Retryable(code Code) bool {
 	switch code {
-	case CodeTimeout, CodeDeadline, CodeRateLimited, CodeTransportError:
+	case CodeTimeout, CodeDeadline, CodeRateLimited, CodeTransportError, CodeQuotaUnavailable:
 		return true
 	}
 	if status, ok := strings.CutPrefix(string(code), "http_"); ok {
@@ -101,9 +107,18 @@ type Classifier func(err error) Verdict
 // context.DeadlineExceeded, e.g. a supplier that stopped at the budget we
 // sent) and the transport failures of TransientErrors or a network timeout.
 // Never retry another 4xx, invalid data, or an error it does not know.
+//
+// A call the quota did not let through is not retried in the run: with the
+// shared quota out of reach (quota.ErrUnavailable) it is
+// CodeQuotaUnavailable, with no room in the rate quota before the deadline
+// (quota.ErrRateLimited) CodeRateLimited.
 func Classify(err error) Verdict {
 	var se *StatusError
 	switch {
+	case errors.Is(err, quota.ErrUnavailable):
+		return Verdict{Code: CodeQuotaUnavailable}
+	case errors.Is(err, quota.ErrRateLimited):
+		return Verdict{Code: CodeRateLimited}
 	case errors.As(err, &se) && se.Status == http.StatusTooManyRequests:
 		return Verdict{Code: CodeRateLimited, Retry: true, RetryAfter: se.RetryAfter}
 	case errors.As(err, &se) && se.Status >= 500:

@@ -7,11 +7,14 @@ package fanout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"quoteflowlab.dev/checkpoints/17/quota"
 )
 
 // Defaults for the zero fields of Options.
@@ -107,6 +110,9 @@ func runJob[T any](ctx context.Context, start time.Time, job Job[T], o *Options)
 	}
 	for {
 		if err := o.Limiter.Acquire(ctx); err != nil {
+			if ctx.Err() == nil && errors.Is(err, quota.ErrUnavailable) {
+				return finish(CodeQuotaUnavailable, err) // a shared limit out of reach: closed, no call
+			}
 			return finish(CodeDeadline, err) // the run ended while waiting in line
 		}
 		res.Attempts++

@@ -12,7 +12,10 @@ import (
 // since two runs at once would each admit their own share.
 //
 // Acquire waits for a slot or for ctx to end (then it returns ctx's error and
-// holds nothing); every successful Acquire is paired with one Release.
+// holds nothing); every successful Acquire is paired with one Release. A
+// limiter shared by several processes (quota.Redis) also fails with
+// quota.ErrUnavailable when it cannot be asked: Run then makes no call and
+// reports CodeQuotaUnavailable.
 type Limiter interface {
 	Acquire(ctx context.Context) error
 	Release()

@@ -314,9 +314,12 @@ func (q *Stream) Get(ctx context.Context, id string) (Job, error) {
 // isNoGroup: the group is gone (Redis restarted empty, or someone deleted it).
 func isNoGroup(err error) bool { return redis.HasErrorPrefix(err, "NOGROUP") }
 
+// ErrUnavailable wraps every failure of a Stream's round trip to Redis.
+var ErrUnavailable = errors.New("queue: redis")
+
 func wrap(err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("queue: redis: %w", err)
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }

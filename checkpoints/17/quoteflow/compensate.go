@@ -154,13 +154,20 @@ func (s *Service) Drain(ctx context.Context) error {
 }
 
 // RunCompensation is the in-process worker: it drains the queue every
-// PollEvery until ctx ends, and returns then.
+// PollEvery until ctx ends, and returns then. A queue out of reach (Redis
+// gone) is logged once, and again when a pass works.
 func (s *Service) RunCompensation(ctx context.Context) {
 	t := time.NewTicker(s.basket.PollEvery)
 	defer t.Stop()
+	failing := false
 	for {
-		if err := s.Drain(ctx); err != nil && ctx.Err() == nil {
-			s.logger.Error("compensation pass failed", "err", err)
+		switch err := s.Drain(ctx); {
+		case err != nil && ctx.Err() == nil && !failing:
+			s.logger.Error("compensation pass failed; retrying quietly until one works", "err", err)
+			failing = true
+		case err == nil && failing:
+			s.logger.Info("compensation passes work again")
+			failing = false
 		}
 		select {
 		case <-ctx.Done():

@@ -134,6 +134,10 @@ func writeQuoteError(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "compensation_queue_full"})
 	case errors.Is(err, ErrNoStore):
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "basket_store_unavailable"})
+	case errors.Is(err, ErrStoreUnavailable), errors.Is(err, queue.ErrUnavailable):
+		// Redis out of reach: nothing was kept; it may be back in a moment.
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "store_unavailable"})
 	case r.Context().Err() != nil:
 		// The client has gone; nobody is left to read an answer.
 	default:

@@ -27,6 +27,13 @@ const (
 	CodeTransportError Code = "transport_error" // the HTTP exchange itself failed
 	CodeInvalidData    Code = "invalid_data"    // an answer we cannot trust or decode
 	CodeNoBudget       Code = "no_budget"       // never asked: too little budget left to start a call
+
+	// CodeQuotaUnavailable: never asked, because the shared quota could not
+	// be reached: the service fails closed rather than call uncounted.
+	CodeQuotaUnavailable Code = "quota_unavailable"
+	// CodeRateLimited: never asked, because the rate quota had no room for
+	// the supplier before the deadline.
+	CodeRateLimited Code = "rate_limited"
 )
 
 // HTTPCode is the failure code for a supplier answering with status, e.g. "http_503".

@@ -20,6 +20,7 @@ import (
 
 	"quoteflowlab.dev/checkpoints/17/fanout"
 	"quoteflowlab.dev/checkpoints/17/queue"
+	"quoteflowlab.dev/checkpoints/17/quota"
 )
 
 // Defaults for the zero fields of Config.
@@ -52,10 +53,14 @@ type Config struct {
 	MinAttempt     time.Duration // the floor: no attempt starts with less budget left than this
 
 	// Limiter is the outbound limit shared by quotes and baskets; nil: a
-	// fanout.Local of OutboundLimit slots. Lesson 17 passes one shared by
-	// several processes.
+	// fanout.Local of OutboundLimit slots.
 	Limiter fanout.Limiter
-	Basket  BasketPolicy // zero fields take their defaults (basket.go)
+	// Quota, when set, replaces Limiter: its Acquire and Release bound the
+	// supplier calls in flight (quota.Redis: for every process sharing it),
+	// and its Wait(ctx, supplier) is asked before each request to that
+	// supplier, once the slot is held. Set Limiter or Quota, not both.
+	Quota  quota.Quota
+	Basket BasketPolicy // zero fields take their defaults (basket.go)
 	// Store and Queue keep baskets and their compensation jobs; nil: baskets
 	// are refused with ErrNoStore. cmd/quoteflow opens both in --data DIR.
 	Store  BasketStore
@@ -73,6 +78,7 @@ type Service struct {
 	active        atomic.Int64   // inbound slots taken (admission.go)
 	outbound      fanout.Limiter // one shared line for every supplier call, quotes and baskets
 	outboundInUse atomic.Int64
+	rate          quota.Quota // its Wait before each supplier request; nil: no rate quota
 	minAttempt    time.Duration
 	basket        BasketPolicy
 	store         BasketStore
@@ -91,7 +97,13 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Limiter != nil && cfg.Quota != nil {
+		return nil, errors.New("quoteflow: set Config.Limiter or Config.Quota, not both")
+	}
 	limiter := cfg.Limiter
+	if cfg.Quota != nil {
+		limiter = cfg.Quota
+	}
 	if limiter == nil {
 		limiter = fanout.NewLocal(cmp.Or(cfg.OutboundLimit, DefaultOutbound))
 	}
@@ -109,6 +121,7 @@ func New(cfg Config) (*Service, error) {
 		store:        cfg.Store,
 		queue:        cfg.Queue,
 		logger:       cmp.Or(cfg.Logger, slog.Default()),
+		rate:         cfg.Quota,
 	}
 	s.outbound = &countedLimiter{Limiter: limiter, inUse: &s.outboundInUse}
 	return s, nil

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"quoteflowlab.dev/checkpoints/17/fanout"
+	"quoteflowlab.dev/checkpoints/17/quota"
 )
 
 // maxSupplierBody caps how much of a supplier's answer we read.
@@ -39,6 +40,9 @@ func failed(code Code, cause error) outcome { return outcome{code: code, cause: 
 // returns CodeNoBudget.
 func (s *Service) attempt(ctx context.Context, supplier string, req QuoteRequest, id string) outcome {
 	release, err := s.acquireOutbound(ctx)
+	if errors.Is(err, quota.ErrUnavailable) && ctx.Err() == nil {
+		return failed(CodeQuotaUnavailable, err) // closed: a call we cannot count is not made
+	}
 	if err != nil {
 		return failed(CodeTimeout, err) // the deadline passed while waiting in line
 	}
@@ -50,8 +54,21 @@ func (s *Service) attempt(ctx context.Context, supplier string, req QuoteRequest
 	return s.exchange(ctx, supplier, req, id, left)
 }
 
-// exchange is one GET to supplier with left as its budget, the slot already held.
+// exchange is one GET to supplier with left as its budget, the slot already
+// held. With a rate quota, it first waits for room for one more request to
+// supplier (all processes sharing the quota together).
 func (s *Service) exchange(ctx context.Context, supplier string, req QuoteRequest, id string, left time.Duration) outcome {
+	if s.rate != nil {
+		switch err := s.rate.Wait(ctx, supplier); {
+		case errors.Is(err, quota.ErrUnavailable) && ctx.Err() == nil:
+			return failed(CodeQuotaUnavailable, err)
+		case errors.Is(err, quota.ErrRateLimited):
+			return failed(CodeRateLimited, err)
+		case err != nil:
+			return failed(CodeTimeout, err) // the deadline passed while waiting for the rate
+		}
+		left = min(left, budgetLeft(ctx)) // the wait was paid from the budget
+	}
 	// Two limits: connecting is cut by the dialer's ConnectTimeout (newTransport);
 	// the rest of the exchange by ctx's deadline, so the read limit is left.
 	r, err := s.newRequest(ctx, supplier, req, id, left)
