@@ -16,8 +16,14 @@ import (
 
 // processes returns n Redis quotas on url, each with its own client: n
 // processes sharing one quota. Cleanup closes each quota, then its client.
+// Unless cfg says, a round trip may take a second: on a machine busy
+// compiling, 250 ms is not always enough, and these tests are about the
+// quota's counting, not about how fast a slow Redis is declared gone.
 func processes(t testing.TB, url string, n int, cfg quota.RedisConfig) []*quota.Redis {
 	t.Helper()
+	if cfg.OpTimeout == 0 {
+		cfg.OpTimeout = time.Second
+	}
 	qs := make([]*quota.Redis, n)
 	for i := range qs {
 		rdb := client(t, url)
