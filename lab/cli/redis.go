@@ -30,7 +30,7 @@ func runRedis(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lab redis: --addr %q must be a loopback IP and port, like 127.0.0.1:6379\n", *addr)
 		return 2
 	}
-	fmt.Fprintln(stdout, "lab redis: an embedded STAND-IN for Redis (miniredis), not the real server; "+redisInstall)
+	fmt.Fprintln(stdout, "lab redis: an embedded stand-in for Redis (miniredis), NOT the real server; "+redisInstall)
 	m := miniredis.NewMiniRedis()
 	m.ClockTTL(true) // keys expire as time passes, as on a real server
 	if err := m.StartAddr(*addr); err != nil {
@@ -41,7 +41,7 @@ func runRedis(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(stdout, "serving redis://%s (in memory: everything is gone when it stops)\n", m.Addr())
-	fmt.Fprintf(stdout, "try: go run ./checkpoints/17/cmd/quoteflow --redis redis://%s\n", m.Addr())
+	fmt.Fprintf(stdout, "try: cd checkpoints/17 && go run ./cmd/quoteflow --redis redis://%s/0\n", m.Addr())
 	fmt.Fprintln(stdout, "press Ctrl+C to stop")
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "lab redis stopped")
