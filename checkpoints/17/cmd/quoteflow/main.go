@@ -222,8 +222,12 @@ func openRedis(provider string, shared *sharedFlags) (*quoteflow.Service, func()
 		rdb.Close()
 		return nil, nil, "", err
 	}
-	uses := fmt.Sprintf("quota: redis %s, %d supplier calls at once for every process on it (leases, TTL %s), rate %s per supplier; baskets and queue: redis stream, consumer %s",
-		shared.url, quoteflow.DefaultOutbound, quota.DefaultTTL, shared.parsed, q.Consumer())
+	rate := "no rate quota"
+	if !shared.parsed.Unlimited() {
+		rate = "rate " + shared.parsed.String() + " per supplier"
+	}
+	uses := fmt.Sprintf("quota: redis %s, %d supplier calls at once for every process on it (leases, TTL %s), %s; baskets and queue: redis stream, consumer %s",
+		shared.url, quoteflow.DefaultOutbound, quota.DefaultTTL, rate, q.Consumer())
 	return svc, func() { svc.Close(); qt.Close(); rdb.Close() }, uses, nil
 }
 
