@@ -2,7 +2,7 @@
 //
 // Write a program, here, that proves this about checkpoint 17's quota
 // (package quota), on a real redis-server that your program starts on a free
-// loopback port (`--port N --save '' --appendonly no`), or on the embedded
+// loopback port (`--port N --save "" --appendonly no`), or on the embedded
 // stand-in (github.com/alicebob/miniredis/v2) when there is none. A
 // "process" is what one QuoteFlow process holds: its own client
 // (quota.NewClient) and its own quota.NewRedis on the shared server; Redis
