@@ -3,8 +3,11 @@ module quoteflowlab.dev
 go 1.26.0
 
 require (
+	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/chromedp/chromedp v0.23.0
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/gorilla/mux v1.8.1
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/rogpeppe/go-internal v1.16.0
 	go.etcd.io/bbolt v1.4.3
 	go.uber.org/goleak v1.3.0
@@ -14,12 +17,19 @@ require (
 )
 
 require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/chromedp/cdproto v0.159.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	github.com/yuin/gopher-lua v1.1.1 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+)
+
+require (
 	golang.org/x/sync v0.25.0 // indirect
-	golang.org/x/sys v0.29.0 // indirect
+	golang.org/x/sys v0.48.0
 	golang.org/x/tools v0.26.0 // indirect
 	quoteflowlab.dev/checkpoints/16 v0.0.0
+	quoteflowlab.dev/checkpoints/17 v0.0.0
 )
 
 replace quoteflowlab.dev/checkpoints/12 => ./checkpoints/12
@@ -31,3 +41,5 @@ replace quoteflowlab.dev/checkpoints/14 => ./checkpoints/14
 replace quoteflowlab.dev/checkpoints/15 => ./checkpoints/15
 
 replace quoteflowlab.dev/checkpoints/16 => ./checkpoints/16
+
+replace quoteflowlab.dev/checkpoints/17 => ./checkpoints/17

@@ -23,6 +23,10 @@
 //	    lessons/NN/exercise. Outside a git checkout it copies the working
 //	    tree's files and says so.
 //
+//	[!] alive PIDFILE
+//	    Succeeds if the process whose pid PIDFILE holds still runs (a zombie
+//	    counts as gone), after letting a kill land for up to a second.
+//
 //	freeport VAR
 //	    Sets $VAR to a port number that was free on 127.0.0.1 a moment ago.
 //
@@ -31,7 +35,7 @@
 //	    or a second argument: default 10s, capped at 60s). Negated: succeeds
 //	    if no connect succeeded within the timeout.
 //
-//	[!] http [-H 'Name: value']... [-timeout D] [-until REGEXP] METHOD URL [BODY]
+//	[!] http [-H 'Name: value']... [-timeout D] [-until REGEXP] [-n N] METHOD URL [BODY]
 //	    Does one HTTP request (default timeout 10s, capped at 60s; loopback
 //	    hosts only; no automatic gzip decoding, no redirects) and writes to
 //	    stdout:
@@ -44,17 +48,32 @@
 //	    message goes to stderr, so `! http ...` then `stderr 'timeout'` works.
 //	    -until REGEXP repeats the request every 10ms until the printed answer
 //	    matches (a gauge settling, e.g. '"active":0,'), failing at the timeout.
+//	    -n N does the request N times, one after another (each with its own
+//	    timeout), printing every answer.
+//
+//	exec httpc ARGS...
+//	    The http command as a subprocess (the test binary), so requests can
+//	    run in the background and at once: `exec httpc ... &b1&`, then
+//	    `wait b1` puts what it printed in stdout. Exit 1 on a transport error
+//	    or an -until that never matched, 2 on a usage error.
+//
+//	grab VAR REGEXP
+//	    Sets $VAR to the first (group) of REGEXP's first match in the last
+//	    command's stdout (a basket's ID, a line's request ID); fails if none.
+//	    A greedy `(?s).*` prefix takes the last match instead.
 //
 // Environment of every script: the host's GOCACHE, GOMODCACHE, GOPATH and
 // GOFLAGS (nothing downloads, nothing rebuilds the world; modules resolve
 // from each go.sum), GOPROXY=off, GOTOOLCHAIN=local, GOWORK=off,
-// HOME=$WORK/home, and REPO = the absolute path of the repository root (so
-// scripts can `cd $REPO/checkpoints/13` and `exec go test ./...`).
+// HOME=$WORK/home, REPO = the absolute path of the repository root (so
+// scripts can `cd $REPO/checkpoints/13` and `exec go test ./...`), and
+// CHECKPOINT_TEST_FLAGS (-race when the host sets LAB_CHECKPOINT_RACE=1).
 package testscripts
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -80,7 +99,8 @@ import (
 // TestMain registers `lab` so scripts run it without building it.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"lab": func() { os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr)) },
+		"lab":   func() { os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr)) },
+		"httpc": func() { os.Exit(mainHTTP()) },
 	})
 }
 
@@ -96,6 +116,8 @@ func TestScripts(t *testing.T) {
 			"waitport": cmdWaitport,
 			"http":     cmdHTTP,
 			"starter":  cmdStarter,
+			"alive":    cmdAlive,
+			"grab":     cmdGrab,
 		},
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
@@ -190,6 +212,13 @@ func setup(env *testscript.Env) error {
 		env.Setenv("USERPROFILE", home)
 	}
 	env.Setenv("REPO", repo)
+	// The checkpoint_NN scripts run each checkpoint's suite; CI asks for
+	// the race detector there (LAB_CHECKPOINT_RACE=1), so it runs once.
+	flags := "-vet=off" // vet ran just before, in the script
+	if os.Getenv("LAB_CHECKPOINT_RACE") == "1" {
+		flags = "-race"
+	}
+	env.Setenv("CHECKPOINT_TEST_FLAGS", flags)
 	return nil
 }
 
@@ -215,6 +244,31 @@ func cmdProvider(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("PROVIDER_URL", srv.URL)
 	ts.Setenv("PROVIDER_ADDR", srv.Addr)
 	ts.Setenv("BLACKHOLE_ADDR", srv.BlackholeAddr)
+}
+
+// cmdAlive checks whether the process in a pid file still runs.
+func cmdAlive(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: [!] alive PIDFILE")
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	ts.Check(err)
+	deadline := time.Now().Add(time.Second)
+	for {
+		up := processRuns(pid)
+		switch {
+		case up && !neg, !up && neg:
+			return
+		case time.Now().After(deadline):
+			if neg {
+				ts.Fatalf("process %d still runs", pid)
+			}
+			ts.Fatalf("process %d does not run", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // cmdStarter writes an exercise's committed starter into a directory.
@@ -257,6 +311,24 @@ func copyTree(src, dst string) error {
 		}
 		return os.WriteFile(out, data, 0o644)
 	})
+}
+
+// cmdGrab sets a variable to the first submatch of a regexp in the last
+// command's stdout.
+func cmdGrab(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: grab VAR REGEXP")
+	}
+	re, err := regexp.Compile(args[1])
+	ts.Check(err)
+	if re.NumSubexp() < 1 {
+		ts.Fatalf("grab: %q has no (group) to keep", args[1])
+	}
+	m := re.FindStringSubmatch(ts.ReadFile("stdout"))
+	if m == nil {
+		ts.Fatalf("grab: no match for %q in stdout", args[1])
+	}
+	ts.Setenv(args[0], m[1])
 }
 
 // cmdFreeport sets a variable to a free loopback port.
@@ -310,39 +382,84 @@ func cmdWaitport(ts *testscript.TestScript, neg bool, args []string) {
 
 // cmdHTTP does one HTTP request and prints status, headers and body.
 func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
+	out, reqErr, err := doHTTP(args)
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	fmt.Fprint(ts.Stdout(), out)
+	switch {
+	case reqErr != nil && !neg:
+		ts.Fatalf("%v", reqErr)
+	case reqErr != nil:
+		fmt.Fprintln(ts.Stderr(), reqErr)
+	case neg:
+		ts.Fatalf("http %s: got a response, want a transport error", strings.Join(args, " "))
+	}
+}
+
+// mainHTTP is `exec httpc ...`: the http command from a subprocess, so a
+// script can run it in the background (`&name&`). Exit 1 on a transport
+// error or an -until that never matched, 2 on a usage error.
+func mainHTTP() int {
+	out, reqErr, err := doHTTP(os.Args[1:])
+	fmt.Print(out)
+	switch {
+	case err != nil:
+		fmt.Fprintln(os.Stderr, err)
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		return 1
+	case reqErr != nil:
+		fmt.Fprintln(os.Stderr, reqErr)
+		return 1
+	}
+	return 0
+}
+
+var errUsage = errors.New("usage: http [-H 'Name: value']... [-timeout D] [-until REGEXP] [-n N] METHOD URL [BODY]")
+
+// doHTTP does the request of an http command line (-n times, one after
+// another) and returns what it prints. reqErr is a transport error of the
+// last request (the answers before it are in out); err is anything else
+// (usage, a refused host, an -until that never matched).
+func doHTTP(args []string) (out string, reqErr, err error) {
 	fs := flag.NewFlagSet("http", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var headers headerFlags
 	fs.Var(&headers, "H", "")
 	timeout := fs.Duration("timeout", 10*time.Second, "")
 	until := fs.String("until", "", "")
-	if err := fs.Parse(args); err != nil || fs.NArg() < 2 || fs.NArg() > 3 {
-		ts.Fatalf("usage: http [-H 'Name: value']... [-timeout D] [-until REGEXP] METHOD URL [BODY]")
+	n := fs.Int("n", 1, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() < 2 || fs.NArg() > 3 || *n < 1 || *n > 1000 {
+		return "", nil, errUsage
 	}
 	var want *regexp.Regexp
 	if *until != "" {
-		var err error
-		want, err = regexp.Compile(*until)
-		ts.Check(err)
+		if want, err = regexp.Compile(*until); err != nil {
+			return "", nil, err
+		}
 	}
 	method, url := fs.Arg(0), fs.Arg(1)
-	ctx, cancel := context.WithTimeout(context.Background(), min(*timeout, maxWait))
-	defer cancel()
-	newRequest := func() *http.Request {
+	newRequest := func(ctx context.Context) (*http.Request, error) {
 		var body io.Reader
 		if fs.NArg() == 3 {
 			body = strings.NewReader(fs.Arg(2))
 		}
 		req, err := http.NewRequestWithContext(ctx, method, url, body)
-		ts.Check(err)
-		ts.Check(loopbackOnly(req.URL.Host))
+		if err != nil {
+			return nil, err
+		}
+		if err := loopbackOnly(req.URL.Host); err != nil {
+			return nil, err
+		}
 		for _, h := range headers {
 			req.Header.Add(h[0], h[1])
 		}
 		if body != nil && req.Header.Get("Content-Type") == "" {
 			req.Header.Set("Content-Type", "application/json")
 		}
-		return req
+		return req, nil
 	}
 	client := &http.Client{
 		// A fresh transport per request: no connection reuse, so no hidden
@@ -352,37 +469,52 @@ func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
 			return http.ErrUseLastResponse
 		},
 	}
-	var out string
-	var err error
+	var all strings.Builder
+	for range *n {
+		one, reqErr, err := doOne(client, newRequest, want, min(*timeout, maxWait))
+		all.WriteString(one)
+		if err != nil {
+			return all.String(), nil, err
+		}
+		if reqErr != nil {
+			return all.String(), fmt.Errorf("http %s %s: %w", method, url, reqErr), nil
+		}
+	}
+	return all.String(), nil, nil
+}
+
+// doOne does one request (with -until, until its answer matches) within
+// timeout.
+func doOne(client *http.Client, newRequest func(context.Context) (*http.Request, error), want *regexp.Regexp, timeout time.Duration) (out string, reqErr, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
 	for {
+		req, err := newRequest(ctx)
+		if err != nil {
+			return "", nil, err
+		}
 		var resp *http.Response
-		resp, err = client.Do(newRequest())
-		if err == nil {
+		resp, reqErr = client.Do(req)
+		out = ""
+		if reqErr == nil {
 			var data []byte
-			data, err = io.ReadAll(resp.Body)
+			data, reqErr = io.ReadAll(resp.Body)
 			resp.Body.Close()
 			out = formatResponse(resp, data)
 		}
-		if want == nil || (err == nil && want.MatchString(out)) {
-			break
+		if want == nil {
+			return out, reqErr, nil
+		}
+		if reqErr == nil && want.MatchString(out) {
+			return out, nil, nil
 		}
 		// -until: ask again shortly, until the answer matches or the cap ends.
 		select {
 		case <-ctx.Done():
-			ts.Fatalf("http %s %s: no answer matched %q within %v; last: %s", method, url, *until, min(*timeout, maxWait), out)
+			return "", nil, fmt.Errorf("http %s %s: no answer matched %q within %v; last: %s%v",
+				req.Method, req.URL, want, timeout, out, reqErr)
 		case <-time.After(10 * time.Millisecond):
 		}
-	}
-	if err == nil {
-		fmt.Fprint(ts.Stdout(), out)
-	}
-	switch {
-	case err != nil && !neg:
-		ts.Fatalf("http %s %s: %v", method, url, err)
-	case err != nil:
-		fmt.Fprintln(ts.Stderr(), err)
-	case neg:
-		ts.Fatalf("http %s %s: got a response, want a transport error", method, url)
 	}
 }
 

@@ -29,6 +29,8 @@ var commands = map[string]command{
 	"verify":   {"instructor: run the whole course suite", runVerify},
 	"stats":    {"print a running provider lab's counters", runStats},
 	"reset":    {"reset a running provider lab's counters", runReset},
+	"redis":    {"serve an embedded Redis stand-in on 127.0.0.1:6379 (lesson 17)", runRedis},
+	"watch":    {"check an exercise again on every save (file events, or --poll)", runWatch},
 
 	"waterfall": {"draw one request's attempts, as a running provider lab saw them, as an SVG", runWaterfall},
 }

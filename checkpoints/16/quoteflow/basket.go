@@ -103,7 +103,11 @@ func (s *Service) Basket(ctx context.Context, req BasketRequest) (Basket, error)
 			f := &LineFailure{Supplier: name, Code: Code(r.Code), Attempts: r.Attempts,
 				ElapsedMS: millis(r.Elapsed), Queued: fanout.Retryable(r.Code)}
 			if f.Queued {
-				queued = append(queued, compensationJob(b.ID, i, name, item, req.Scenario, lineIDs[i]))
+				j := compensationJob(b.ID, i, name, item, req.Scenario, lineIDs[i])
+				if d := retryAfter(r.Err); d > 0 {
+					j.NotBefore = time.Now().Add(d) // the queue's call too comes back no earlier than asked
+				}
+				queued = append(queued, j)
 			}
 			b.settle(i, name, nil, f)
 		}
@@ -162,6 +166,15 @@ func (o outcome) asError() error {
 		return o.cause
 	}
 	return fmt.Errorf("quoteflow: %s", o.code)
+}
+
+// retryAfter is the wait a supplier's last answer asked for (0: none).
+func retryAfter(err error) time.Duration {
+	var se *fanout.StatusError
+	if errors.As(err, &se) {
+		return se.RetryAfter
+	}
+	return 0
 }
 
 func millis(d time.Duration) Milliseconds { return Milliseconds(float64(d.Microseconds()) / 1000) }

@@ -272,6 +272,40 @@ func TestARetryAfterBeyondTheDeadlineIsRateLimitedAndQueued(t *testing.T) {
 	})
 }
 
+func TestTheQueueComesBackNoEarlierThanARetryAfterSaid(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Boreal's first two answers are 429 "come back in 6 s": longer than the
+		// basket deadline, and than one compensation pass (Visibility/2).
+		var arrivals []time.Duration
+		start := time.Now()
+		fake := newFake(map[string]reply{"boreal": func(r *http.Request, attempt int) (*http.Response, error) {
+			arrivals = append(arrivals, time.Since(start))
+			if attempt > 2 {
+				return normal(r, attempt)
+			}
+			return rateLimited(6000)(r, 1)
+		}})
+		s := basketService(t, fake, newData(t), Config{})
+		b, err := s.Basket(t.Context(), lines(1))
+		if err != nil || b.Pending != 1 {
+			t.Fatalf("basket %+v, %v; want boreal rate_limited and queued", b, err)
+		}
+		drainFor(t, s, 15*time.Second)
+		got, _ := s.GetBasket(t.Context(), b.ID)
+		poll := s.basket.PollEvery
+		if len(arrivals) != 3 || got.Items[0].Status != LineComplete {
+			t.Fatalf("boreal arrivals %v, line %s; want 3 calls, complete", arrivals, got.Items[0].Status)
+		}
+		// The queue's first call and its retry each wait the 6 s they were told
+		// (to the worker's next poll), not the queue's own shorter delays.
+		for k := 1; k < 3; k++ {
+			if gap := arrivals[k] - arrivals[k-1]; gap < 6*time.Second || gap > 6*time.Second+poll {
+				t.Errorf("boreal call %d came %v after the 429 before it; want 6 s (to the next %v poll)", k+1, gap, poll)
+			}
+		}
+	})
+}
+
 func TestEveryLineIsValidatedBeforeAnyCall(t *testing.T) {
 	fake := newFake(nil)
 	s := basketService(t, fake, newData(t), Config{})

@@ -103,7 +103,7 @@ func (s *Service) record(ctx context.Context, j queue.Job, c compensation, r fan
 	s.logger.Info("compensation call finished", "job", j.ID, "try", j.Tries, "attempts", r.Attempts,
 		"elapsed_ms", float64(millis(r.Elapsed)), "reason", reason)
 	if !r.OK() && fanout.Retryable(r.Code) {
-		dead, err := s.queue.Fail(ctx, j.ID, reason, s.retryDelay(j.Tries))
+		dead, err := s.queue.Fail(ctx, j.ID, reason, max(s.retryDelay(j.Tries), retryAfter(r.Err)))
 		if err != nil || !dead {
 			return err
 		}

@@ -65,6 +65,10 @@ type Monitor interface {
 	Mark() int                     // the start of a window
 	Since(mark int) report.Machine // the window from mark to now
 	Stop() report.Machine          // everything; the monitor stops
+	// HeldBack says whether a run whose threads waited for a CPU this
+	// share of its wall time was held back too much for its timing to mean
+	// anything (runner.Result.Starved; negative: not measured).
+	HeldBack(starved float64) bool
 }
 
 func (o Options) withDefaults() Options {
@@ -112,6 +116,7 @@ func Mutants(ctx context.Context, opts Options) (r report.Report) {
 	}
 	defer func() {
 		m := mon.Stop()
+		m.MaxStarved = r.MaxStarved()
 		r.Machine = &m
 		r.ElapsedMS = time.Since(start).Milliseconds()
 	}()
@@ -408,11 +413,11 @@ func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass, de
 			again, busyAgain := c.run(ctx, bin, env)
 			m := c.mon.Since(0)
 			if good(again) {
-				c.r.Notes = append(c.r.Notes, fmt.Sprintf("%s: the first run went wrong while the machine was busy (%s); it was run again and went right.", what, machine.Describe(m)))
+				c.r.Notes = append(c.r.Notes, fmt.Sprintf("%s: the first run went wrong while the machine was busy (%s); it was run again and went right.", what, describe(m, res)))
 				res = again
 			} else if busyAgain || busy {
 				j.busy = true
-				c.r.Notes = append(c.r.Notes, fmt.Sprintf("%s: went wrong twice while the machine was too busy to judge timing (%s).", what, machine.Describe(m)))
+				c.r.Notes = append(c.r.Notes, fmt.Sprintf("%s: went wrong twice while the machine was too busy to judge timing (%s).", what, describe(m, again)))
 			}
 		}
 		if res.OK() {
@@ -439,7 +444,9 @@ func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass, de
 	return j
 }
 
-// run runs bin once and says whether the machine was busy meanwhile.
+// run runs bin once and says whether a busy machine held it back: the
+// answer's own threads waited for a CPU (Starved, Linux), or the lab's own
+// timer fired late.
 func (c *checker) run(ctx context.Context, bin, env string) (runner.Result, bool) {
 	mark := c.mon.Mark()
 	cmd := runner.Cmd{Name: bin, Dir: c.o.Root, Timeout: c.o.Timeout}
@@ -447,7 +454,19 @@ func (c *checker) run(ctx context.Context, bin, env string) (runner.Result, bool
 		cmd.Env = []string{env}
 	}
 	res := runner.Run(ctx, cmd)
-	return res, c.mon.Since(mark).Busy
+	if res.Starved > c.r.MaxStarved() {
+		c.r.SetMaxStarved(res.Starved)
+	}
+	return res, c.mon.Since(mark).Busy || c.mon.HeldBack(res.Starved)
+}
+
+// describe says how busy the machine was, and how much it held a run back.
+func describe(m report.Machine, res runner.Result) string {
+	s := machine.Describe(m)
+	if res.Starved >= 0 {
+		s += fmt.Sprintf("; the answer's threads waited for a CPU %.0f%% of its run", 100*res.Starved)
+	}
+	return s
 }
 
 // setProp sets a mutant's or wheat's outcome.

@@ -181,12 +181,14 @@ type quiet struct{}
 func (quiet) Mark() int                { return 0 }
 func (quiet) Since(int) report.Machine { return report.Machine{} }
 func (quiet) Stop() report.Machine     { return report.Machine{} }
+func (quiet) HeldBack(float64) bool    { return false }
 
 type busy struct{}
 
 func (busy) Mark() int                { return 0 }
 func (busy) Since(int) report.Machine { return report.Machine{LagP99MS: 80, Busy: true} }
 func (busy) Stop() report.Machine     { return report.Machine{LagP99MS: 80, Busy: true} }
+func (busy) HeldBack(float64) bool    { return true }
 
 func property(t *testing.T, r report.Report, name string) report.Prop {
 	t.Helper()

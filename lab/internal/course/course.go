@@ -143,6 +143,18 @@ var Lessons = []Lesson{
 		Checks:     "lessons/16/mutants",
 		Method:     report.Mutants,
 	},
+	{
+		Number: 17, Title: "Many processes, one quota",
+		Task:       "three processes share one limit; a killed process's slots come back; Redis gone fails closed",
+		Page:       "lessons/17/README.md",
+		Checkpoint: "checkpoints/17",
+		Exercise:   "E17",
+		Starter:    "lessons/17/exercise",
+		Reference:  "lessons/18/answer_previous",
+		Hint:       "lessons/17/hint.md",
+		Checks:     "lessons/17/mutants",
+		Method:     report.Mutants,
+	},
 }
 
 // ErrUnknownExercise is returned by ParseExercise for a name that is not one

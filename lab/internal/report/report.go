@@ -140,10 +140,13 @@ type Machine struct {
 	LagP50MS float64 `json:"lag_p50_ms"`
 	LagP99MS float64 `json:"lag_p99_ms"`
 	LagMaxMS float64 `json:"lag_max_ms"`
-	// CPUPressure (Linux): the share of the time some task was ready to
-	// run but waited for a CPU.
+	// CPUPressure (Linux): the share of the time some task of the machine
+	// was ready to run but waited for a CPU.
 	CPUPressure float64 `json:"cpu_pressure,omitempty"`
-	Busy        bool    `json:"busy"` // too busy for a timed check to mean anything
+	// MaxStarved (Linux): of the answer's runs, the most its threads waited
+	// for a CPU, as a share of the run's wall time (summed over threads).
+	MaxStarved float64 `json:"max_starved,omitempty"`
+	Busy       bool    `json:"busy"` // the lab's timer fired late: too busy for a timed check to mean anything
 }
 
 // Counts returns how many required and bonus mutants or properties are ok,
@@ -174,4 +177,20 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
+}
+
+// MaxStarved returns the most any run was starved so far.
+func (r *Report) MaxStarved() float64 {
+	if r.Machine == nil {
+		return 0
+	}
+	return r.Machine.MaxStarved
+}
+
+// SetMaxStarved records how much a run was starved.
+func (r *Report) SetMaxStarved(v float64) {
+	if r.Machine == nil {
+		r.Machine = &Machine{}
+	}
+	r.Machine.MaxStarved = v
 }

@@ -52,7 +52,13 @@ type Result struct {
 	// Computing: when it was killed, the child was running, not waiting
 	// (Linux; elsewhere, it had used the CPU most of its time).
 	Computing bool
-	Err       error // could not start, or ctx was done first
+	// Starved (Linux; -1 where it cannot be measured) is the time the
+	// child's threads spent ready to run but waiting for a CPU, as a share
+	// of its wall time: how much a busy machine held it back. A child that
+	// mostly waits on timers and sockets is woken promptly even on a loaded
+	// machine; one that needs the CPU gets only a share of it.
+	Starved float64
+	Err     error // could not start, or ctx was done first
 }
 
 // OK reports whether the child ran and exited 0.
@@ -85,6 +91,7 @@ func Run(ctx context.Context, c Cmd) (res Result) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	starve := watchStarvation(cmd.Process.Pid)
 	var err error
 	killed := false
 	select {
@@ -104,7 +111,10 @@ func Run(ctx context.Context, c Cmd) (res Result) {
 	}
 	// Whatever the child left behind in its group goes too.
 	killGroup(cmd)
-	res = Result{ExitCode: -1, Output: out.String(), Elapsed: time.Since(start)}
+	res = Result{ExitCode: -1, Output: out.String(), Elapsed: time.Since(start), Starved: -1}
+	if w, ok := starve(); ok && res.Elapsed > 0 {
+		res.Starved = float64(w) / float64(res.Elapsed)
+	}
 	res.HeldOpen = errors.Is(err, exec.ErrWaitDelay)
 	if ps := cmd.ProcessState; ps != nil {
 		res.CPU = ps.UserTime() + ps.SystemTime()
@@ -208,3 +218,52 @@ func (b *Buffer) String() string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// sampleEvery is how often a running child's threads are sampled.
+const sampleEvery = 10 * time.Millisecond
+
+// watchStarvation samples pid's threads until the returned function is
+// called, which gives the total time they waited for a CPU. A thread's count only grows, so the last sample of
+// each is kept; a thread that ended between samples loses at most 10 ms.
+func watchStarvation(pid int) func() (time.Duration, bool) {
+	var (
+		mu      sync.Mutex
+		last    = map[string]time.Duration{}
+		ok      bool
+		stopped = make(chan struct{})
+	)
+	sample := func() {
+		w, got := waited(pid)
+		mu.Lock()
+		defer mu.Unlock()
+		for tid, d := range w {
+			last[tid] = max(last[tid], d)
+		}
+		ok = ok || got
+	}
+	quit := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(sampleEvery)
+		defer t.Stop()
+		for {
+			sample()
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() (time.Duration, bool) {
+		close(quit)
+		<-stopped
+		mu.Lock()
+		defer mu.Unlock()
+		var total time.Duration
+		for _, d := range last {
+			total += d
+		}
+		return total, ok
+	}
+}

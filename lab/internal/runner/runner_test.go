@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -35,6 +37,21 @@ func TestMain(m *testing.M) {
 			os.Exit(0) // leave the grandchild holding stdout
 		}
 		time.Sleep(time.Hour)
+	case "crowd":
+		// More spinning threads than CPUs, for half a second: most of the
+		// time most of them wait for a CPU.
+		runtime.GOMAXPROCS(4 * runtime.NumCPU())
+		stop := time.Now().Add(500 * time.Millisecond)
+		var wg sync.WaitGroup
+		for range 4 * runtime.NumCPU() {
+			wg.Go(func() {
+				for time.Now().Before(stop) {
+				}
+			})
+		}
+		wg.Wait()
+	case "nap":
+		time.Sleep(300 * time.Millisecond)
 	case "chatty":
 		line := strings.Repeat("x", 1023) + "\n"
 		for range 200 {
@@ -77,5 +94,24 @@ func TestMissingProgramIsAnError(t *testing.T) {
 	res := Run(context.Background(), Cmd{Name: "no-such-program-anywhere"})
 	if res.Err == nil || res.ExitCode != -1 {
 		t.Fatalf("got %+v", res)
+	}
+}
+
+// A child that crowds the CPUs is measured as starved; one that naps is not.
+func TestStarvationIsMeasuredPerChild(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("measured from /proc on Linux")
+	}
+	nap := Run(context.Background(), child("nap"))
+	crowd := Run(context.Background(), child("crowd"))
+	if nap.Starved < 0 || crowd.Starved < 0 {
+		t.Fatalf("not measured: nap %v, crowd %v", nap.Starved, crowd.Starved)
+	}
+	if nap.Starved > 0.2 {
+		t.Errorf("a napping child waited %.2f of its time for a CPU; want about 0", nap.Starved)
+	}
+	// 4 spinning threads per CPU: each runs about a quarter of the time.
+	if crowd.Starved < 1 {
+		t.Errorf("a crowding child waited only %.2f of its wall time (summed over threads); want well over 1", crowd.Starved)
 	}
 }

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"quoteflowlab.dev/checkpoints/17/internal/redistest"
+)
+
+func TestMain(m *testing.M) {
+	redis.SetLogger(quiet{}) // a server that does not answer is one of the cases
+	goleak.VerifyTestMain(m)
+}
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+// These cases all end before serving, so no test waits on a server.
+func TestRunRefusesWhatItCannotDo(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		say  string // in stderr
+	}{
+		{"help", []string{"-h"}, 0, "-addr"},
+		{"unknown flag", []string{"--bogus"}, 2, "-bogus"},
+		{"stray argument", []string{"extra", "--addr", "127.0.0.1:0"}, 2, `unexpected argument "extra"`},
+		{"bad provider URL", []string{"--provider", "ftp://x", "--addr", busy.Addr().String()}, 2, `ProviderURL "ftp://x"`},
+		{"empty provider URL", []string{"--provider", "", "--addr", busy.Addr().String()}, 2, "--provider is empty"},
+		{"port in use", []string{"--addr", busy.Addr().String()}, 1, busy.Addr().String()},
+		{"compensate without --once", []string{"compensate"}, 2, "--once"},
+		{"compensate with an argument", []string{"compensate", "--once", "extra"}, 2, "usage"},
+		{"redis URL not redis://", []string{"--redis", "http://127.0.0.1:6379", "--addr", busy.Addr().String()}, 2, `--redis "http://127.0.0.1:6379" is not a redis://`},
+		{"redis URL malformed", []string{"--redis", "redis://127.0.0.1:6379/notadb", "--addr", busy.Addr().String()}, 2, "--redis"},
+		{"bad rate", []string{"--redis", "redis://127.0.0.1:1/0", "--rate", "5", "--addr", busy.Addr().String()}, 2, "--rate"},
+		{"rate without redis", []string{"--rate", "5/250ms", "--addr", busy.Addr().String()}, 2, "--rate needs --redis"},
+		{"redis not answering", []string{"compensate", "--once", "--redis", "redis://" + busy.Addr().String() + "/0"}, 1, "cannot reach Redis"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(c.args, &stdout, &stderr); code != c.code {
+				t.Errorf("run(%q) = %d, want %d; stderr:\n%s", c.args, code, c.code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), c.say) {
+				t.Errorf("stderr %q does not mention %q", stderr.String(), c.say)
+			}
+			if strings.Contains(stderr.String(), "quoteflow: quoteflow:") {
+				t.Errorf("stderr repeats the prefix: %q", stderr.String())
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout %q, want nothing: it never served", stdout.String())
+			}
+		})
+	}
+}
+
+func TestCompensateOnceDrainsAndSaysWhatIsLeft(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	dir := t.TempDir()
+	if code := run([]string{"compensate", "--once", "--data", dir}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	if want := "compensation: pending 0, leased 0, done 0, dead 0, pruned 0\n"; stdout.String() != want {
+		t.Errorf("stdout %q, want %q", stdout.String(), want)
+	}
+}
+
+// The service says at start which quota and queue it uses: without --redis
+// checkpoint 16's local semaphore and bbolt file, with it the shared ones.
+func TestItSaysWhichQuotaAndQueueItUses(t *testing.T) {
+	dir := t.TempDir()
+	svc, closeData, uses, err := open("http://127.0.0.1:9101", dir, &sharedFlags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeData()
+	_ = svc
+	for _, want := range []string{"quota: local, 6 supplier calls at once in this process", "bbolt in " + filepath.Join(dir, "quoteflow.db")} {
+		if !strings.Contains(uses, want) {
+			t.Errorf("without --redis it says %q, want it to mention %q", uses, want)
+		}
+	}
+
+	s := redistest.Start(t)
+	shared := &sharedFlags{url: s.URL(), rate: "5/250ms"}
+	var stderr bytes.Buffer
+	if code, ok := shared.check(&stderr); !ok {
+		t.Fatalf("check = %d: %s", code, stderr.String())
+	}
+	_, closeData, uses, err = open("http://127.0.0.1:9101", dir, shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeData()
+	for _, want := range []string{"quota: redis " + s.URL(), "6 supplier calls at once for every process on it", "rate 5/250ms per supplier", "baskets and queue: redis stream"} {
+		if !strings.Contains(uses, want) {
+			t.Errorf("with --redis it says %q, want it to mention %q", uses, want)
+		}
+	}
+
+	var stdout bytes.Buffer
+	if code := run([]string{"compensate", "--once", "--redis", s.URL()}, &stdout, &stderr); code != 0 {
+		t.Fatalf("compensate --once --redis: exit %d; stderr:\n%s", code, stderr.String())
+	}
+	if want := "compensation: pending 0, leased 0, done 0, dead 0, pruned 0\n"; stdout.String() != want {
+		t.Errorf("stdout %q, want %q", stdout.String(), want)
+	}
+}

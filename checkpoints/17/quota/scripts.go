@@ -1,0 +1,97 @@
+package quota
+
+import "github.com/redis/go-redis/v9"
+
+// Every script reads the time with Redis's TIME: one clock for all processes,
+// whatever each machine's own clock says. Each runs atomically: no other
+// command runs between its check and its write.
+
+// acquireScript admits lease ARGV[3] if fewer than ARGV[1] unexpired leases
+// are held, with expiry = now + ARGV[2] ms.
+//
+// KEYS[1] the sorted set of leases (member: lease id, score: expiry in ms)
+// KEYS[2] the epoch hash: which incarnation of the store this is
+// ARGV[4] the epoch this client last saw ("" if none), ARGV[5] a fresh epoch id
+//
+// An empty store that a client has seen before has lost its data (Redis
+// restarted without persistence): running calls still hold leases it no
+// longer lists. For one TTL it admits no new lease, while the running calls
+// re-register theirs (renewScript), so a restart is never a burst.
+//
+// Returns {admitted 0|1, epoch, leases held, ms until the grace ends}.
+var acquireScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local limit, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
+local epoch = redis.call('HGET', KEYS[2], 'id')
+if not epoch then
+  local grace = 0
+  if ARGV[4] ~= '' then grace = now + ttl end
+  epoch = ARGV[5]
+  redis.call('HSET', KEYS[2], 'id', epoch, 'grace', grace)
+end
+local grace = tonumber(redis.call('HGET', KEYS[2], 'grace'))
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local held = redis.call('ZCARD', KEYS[1])
+if redis.call('ZSCORE', KEYS[1], ARGV[3]) then
+  return {1, epoch, held, 0}
+end
+if now < grace then
+  return {0, epoch, held, grace - now}
+end
+if held < limit then
+  redis.call('ZADD', KEYS[1], now + ttl, ARGV[3])
+  return {1, epoch, held + 1, 0}
+end
+return {0, epoch, held, 0}
+`)
+
+// renewScript pushes the expiry of leases ARGV[5..] to now + ARGV[2] ms. A
+// lease the store no longer lists (it restarted, or the lease expired while
+// Redis was out of reach) is added back if there is room; ARGV[1] is the limit.
+// Same KEYS and epoch rule as acquireScript (ARGV[3] seen, ARGV[4] fresh),
+// except that a renewing client has always seen an epoch.
+//
+// Returns {epoch, leases that found no room}.
+var renewScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local limit, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
+local epoch = redis.call('HGET', KEYS[2], 'id')
+if not epoch then
+  epoch = ARGV[4]
+  redis.call('HSET', KEYS[2], 'id', epoch, 'grace', now + ttl)
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local lost = 0
+for i = 5, #ARGV do
+  if redis.call('ZSCORE', KEYS[1], ARGV[i]) or redis.call('ZCARD', KEYS[1]) < limit then
+    redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
+  else
+    lost = lost + 1
+  end
+end
+return {epoch, lost}
+`)
+
+// rateScript is a sliding window: it admits call ARGV[3] to KEYS[1] if fewer
+// than ARGV[1] calls were admitted in the last ARGV[2] µs. A call already
+// admitted (a retried request) is admitted again without counting twice.
+//
+// Returns 0 (admitted) or the µs until the oldest admission leaves the window.
+var rateScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local n, window = tonumber(ARGV[1]), tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZSCORE', KEYS[1], ARGV[3]) then
+  return 0
+end
+if redis.call('ZCARD', KEYS[1]) < n then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000) + 1)
+  return 0
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return math.max(1, tonumber(oldest[2]) + window - now)
+`)

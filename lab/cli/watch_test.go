@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// lab watch's usage errors exit 2, in its own words (the check's options
+// are parsed by lab check's parser), before anything is watched or built.
+func TestWatchUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args string
+		code int
+		want []string
+	}{
+		{"watch E12 E13", 2, []string{"lab watch: want at most one exercise", "usage: lab watch [ENN]"}},
+		{"watch E12 --poll-interval 1ms", 2, []string{"--poll-interval must be between 10ms and 1m"}},
+		{"watch E12 --timeout 0s", 2, []string{"--timeout must be positive"}},
+		{"watch E99", 2, []string{`lab watch: unknown exercise "E99"`, "usage: lab watch [ENN]"}},
+		{"watch E12 --answer /", 2, []string{"lab watch: answer / has no .go files"}},
+		{"watch --frobnicate", 2, []string{"flag provided but not defined: -frobnicate"}},
+		{"watch -h", 0, []string{"usage: lab watch [ENN]", "-poll-interval", "events never arrive", "Ctrl-C stops"}},
+	} {
+		var stdout, stderr strings.Builder
+		code := Main(strings.Fields(tc.args), &stdout, &stderr)
+		if code != tc.code {
+			t.Errorf("lab %s: exit %d, want %d; stderr %q", tc.args, code, tc.code, stderr.String())
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stderr.String(), w) {
+				t.Errorf("lab %s: stderr %q, want %q", tc.args, stderr.String(), w)
+			}
+		}
+		if strings.Contains(stderr.String(), "lab check:") || strings.Contains(stderr.String(), "usage: lab check") {
+			t.Errorf("lab %s: speaks of lab check: %q", tc.args, stderr.String())
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("lab %s: wrote to stdout: %q", tc.args, stdout.String())
+		}
+	}
+}
+
+func TestHelpListsWatch(t *testing.T) {
+	var stdout, stderr strings.Builder
+	if code := Main([]string{"help"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "\n  watch     check an exercise again on every save") {
+		t.Fatalf("lab help: exit %d, output %q; want watch listed", code, stdout.String())
+	}
+}

@@ -1,0 +1,526 @@
+// Command answer_previous is the reference answer to exercise E17 (lesson 17):
+// three processes, one quota, kept in Redis.
+//
+//	go run ./lessons/18/answer_previous
+//
+// It starts its own redis-server on a free loopback port (no persistence
+// files, killed with its process group at the end; see redis.go). Each
+// "process" is what a QuoteFlow process holds: its own go-redis client and
+// its own quota.Redis on the shared server, so Redis cannot tell them from
+// three programs. The witnesses are a gauge of the slots held at once and a
+// fake provider (an http.RoundTripper) that counts the calls in flight.
+//
+//  1. One limit for three: three services on the shared quota, each with 8
+//     quotes at once (72 supplier calls, 100 ms each), put exactly 6 calls
+//     at the suppliers, never 7; and 36 goroutines hammering the quota from
+//     three processes never hold more than 6 slots, and do hold 6. A
+//     per-process limit shows 18; a check and an add in two round trips let
+//     a seventh in under contention.
+//  2. A killed process gives its slots back by itself: one process takes all
+//     6 slots and dies without releasing (Close: no more renewals, as after
+//     kill -9). Within the TTL + 20% the other two hold 6 again.
+//  3. Fail closed: with Redis stopped, Acquire and Wait fail at once with
+//     quota.ErrUnavailable, and a service quote reports quota_unavailable for
+//     every supplier with zero supplier calls. Redis back (empty), the same
+//     processes are admitted again without a restart.
+//  4. The rate quota: three processes sharing 5 per 250 ms never return more
+//     than 5 admissions within 150 ms.
+//
+// Bonus checks:
+//
+//  5. Renewal: one process holds all 6 slots for 3 TTLs; nobody else is
+//     admitted meanwhile.
+//  6. One clock: on an embedded stand-in whose clock runs an hour ahead of
+//     this machine's (a real server's clock cannot be moved), the same: a
+//     renewal stamped with the process's own clock would write an expiry an
+//     hour in the past.
+//
+// Every wait is bounded (contexts of a few seconds); the run takes about 8 s.
+// Timing bounds leave room for a busy machine: "within the TTL + 20%" is 720
+// ms for a 600 ms TTL that a broken build misses by seconds, and peak counts
+// are read from witnesses, never from the clock.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"quoteflowlab.dev/checkpoints/17/quota"
+	"quoteflowlab.dev/checkpoints/17/quoteflow"
+)
+
+const limit = 6 // the shared quota of every check
+
+func main() {
+	redis.SetLogger(quiet{}) // the server is stopped on purpose in check 3
+	srv, err := startRedis()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "E17 failed:", err)
+		os.Exit(1)
+	}
+	code := run(srv)
+	srv.Stop()
+	os.Exit(code)
+}
+
+func run(srv *server) int {
+	fmt.Fprintln(os.Stderr, "E17:", srv.describe())
+	checks := []struct {
+		name string
+		run  func(*server) error
+	}{
+		{"one limit for three processes", oneLimitForThree},
+		{"killed process", aKilledProcessGivesItsSlotsBack},
+		{"fail closed", failClosedAndRecover},
+		{"rate quota", theRateHoldsAcrossProcesses},
+		{"renewal", longCallsKeepTheirSlots},
+		{"one clock", renewalsUseRedisClock},
+	}
+	for _, c := range checks {
+		if err := c.run(srv); err != nil {
+			fmt.Fprintf(os.Stderr, "E17 failed (%s): %v\n", c.name, err)
+			return 1
+		}
+	}
+	fmt.Println("E17 passed: three processes on one Redis quota peaked at exactly 6 calls at the suppliers " +
+		"(and 6 slots held under contention, never 7); a killed process's leases expired within the TTL + 20%; " +
+		"with Redis down every call failed closed (quota_unavailable, no supplier call) and the quota recovered " +
+		"when Redis came back; the shared rate held across processes; long calls kept their slots by renewal; " +
+		"expiries follow Redis's clock")
+	return 0
+}
+
+// processes returns n quotas on url, each with its own client: n processes.
+// closeAll closes them all (a closed quota is a killed process). A round trip
+// may take a second (the default is 250 ms): a machine busy compiling can
+// stall one that long, and these checks are about counting, not speed.
+func processes(url string, n int, cfg quota.RedisConfig) (qs []*quota.Redis, closeAll func(), err error) {
+	cfg.OpTimeout = time.Second
+	var clients []*redis.Client
+	closeAll = func() {
+		for _, q := range qs {
+			q.Close()
+		}
+		for _, c := range clients {
+			c.Close()
+		}
+	}
+	for range n {
+		rdb, err := quota.NewClient(url)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		clients = append(clients, rdb)
+		q, err := quota.NewRedis(rdb, cfg)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		qs = append(qs, q)
+	}
+	return qs, closeAll, nil
+}
+
+// 1. Three services, and three bare quotas under contention: one limit.
+func oneLimitForThree(srv *server) error {
+	qs, closeAll, err := processes(srv.url(), 3, quota.RedisConfig{Limit: limit})
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	fake := &fake{latency: 100 * time.Millisecond}
+	var svcs []*quoteflow.Service
+	for _, q := range qs {
+		svc, err := quoteflow.New(quoteflow.Config{Transport: fake, Quota: q, Budget: 3 * time.Second})
+		if err != nil {
+			return err
+		}
+		defer svc.Close()
+		svcs = append(svcs, svc)
+	}
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for _, svc := range svcs {
+		for range quoteflow.DefaultInbound {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				res, err := svc.Quote(ctx, quoteflow.QuoteRequest{SKU: "KB-001", Quantity: 1, Scenario: "normal"})
+				if err != nil {
+					failed.Add(1)
+				}
+				for _, f := range res.Failures {
+					if f.Code != quoteflow.CodeQuotaUnavailable { // that one: a round trip cut on a busy machine
+						failed.Add(1)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if p := fake.peak(); p != limit {
+		return fmt.Errorf("24 quotes on three services sharing one quota of %d: %d calls at the suppliers at once, want exactly %d", limit, p, limit)
+	}
+	if n := failed.Load(); n > 0 {
+		return fmt.Errorf("%d failures among 24 quotes with a 3 s budget and 100 ms calls", n)
+	}
+
+	// The same quota, hammered: 12 goroutines per process take a slot, hold
+	// it a moment, give it back, for 1.5 s.
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	var g gauge
+	admitted, err := hammer(ctx, qs, 12, time.Millisecond, &g)
+	if err != nil {
+		return err
+	}
+	if p := g.peak.Load(); p != limit {
+		return fmt.Errorf("36 goroutines in 3 processes held %d slots at once (%d acquisitions), want exactly %d", p, admitted, limit)
+	}
+	return nil
+}
+
+// 2. A process that dies holding every slot blocks the others only until
+// its leases expire.
+func aKilledProcessGivesItsSlotsBack(srv *server) error {
+	const ttl = 600 * time.Millisecond
+	qs, closeAll, err := processes(srv.url(), 3, quota.RedisConfig{Limit: limit, TTL: ttl})
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	if err := holdN(qs[0], limit); err != nil {
+		return err
+	}
+	time.Sleep(ttl / 2) // a renewal has run: the leases are live, not fresh
+	qs[0].Close()       // kill -9: no release, no renewal
+	killed := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i := range limit {
+		q := qs[1+i%2]
+		if err := q.Acquire(ctx); err != nil {
+			return fmt.Errorf("after one process was killed holding all %d slots, the others got only %d in 5 s: %v", limit, i, err)
+		}
+		defer q.Release()
+	}
+	if took := time.Since(killed); took > ttl*12/10 {
+		return fmt.Errorf("the others held %d slots again %s after the kill, want within the TTL %s + 20%%", limit, took.Round(time.Millisecond), ttl)
+	}
+	return nil
+}
+
+// 3. Redis stopped: closed, at once; Redis back: working again.
+func failClosedAndRecover(srv *server) error {
+	const ttl = 300 * time.Millisecond
+	qs, closeAll, err := processes(srv.url(), 2, quota.RedisConfig{Limit: limit, TTL: ttl, Rate: quota.Rate{N: 5, Per: 250 * time.Millisecond}})
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	fake := &fake{}
+	svc, err := quoteflow.New(quoteflow.Config{Transport: fake, Quota: qs[0]})
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	for _, q := range qs { // both have worked before the outage
+		if err := holdN(q, 1); err != nil {
+			return err
+		}
+		q.Release()
+	}
+	if err := srv.Kill(); err != nil {
+		return err
+	}
+	for i, q := range qs {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		start := time.Now()
+		err := q.Acquire(ctx)
+		took := time.Since(start)
+		if err == nil {
+			q.Release()
+		}
+		werr := q.Wait(ctx, "boreal")
+		cancel()
+		if !errors.Is(err, quota.ErrUnavailable) {
+			return fmt.Errorf("process %d: Acquire with Redis down = %v, want quota.ErrUnavailable (fail closed)", i, err)
+		}
+		if took > 2*time.Second {
+			return fmt.Errorf("process %d: failing closed took %s: a caller would wait out its deadline", i, took.Round(time.Millisecond))
+		}
+		if !errors.Is(werr, quota.ErrUnavailable) {
+			return fmt.Errorf("process %d: Wait with Redis down = %v, want quota.ErrUnavailable (fail closed)", i, werr)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	res, err := svc.Quote(ctx, quoteflow.QuoteRequest{SKU: "KB-001", Quantity: 1, Scenario: "normal"})
+	if err != nil {
+		return err
+	}
+	for _, f := range res.Failures {
+		if f.Code != quoteflow.CodeQuotaUnavailable {
+			return fmt.Errorf("a quote with Redis down: %s failed with %q, want quota_unavailable", f.Supplier, f.Code)
+		}
+	}
+	if len(res.Failures) != 3 || fake.total() != 0 {
+		return fmt.Errorf("a quote with Redis down: %d quotes, %d supplier calls; want no quote and no call", len(res.Quotes), fake.total())
+	}
+
+	if err := srv.Start(); err != nil { // back, and empty
+		return err
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for i, q := range qs {
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			err := q.Acquire(ctx)
+			cancel()
+			if err == nil {
+				q.Release()
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("process %d: 5 s after Redis came back, Acquire still fails: %v", i, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// 4. The rate quota counts every process's calls.
+func theRateHoldsAcrossProcesses(srv *server) error {
+	rate := quota.Rate{N: 5, Per: 250 * time.Millisecond}
+	qs, closeAll, err := processes(srv.url(), 3, quota.RedisConfig{Limit: limit, Rate: rate})
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	var mu sync.Mutex
+	var admitted []time.Time
+	var firstErr error
+	var wg sync.WaitGroup
+	for _, q := range qs {
+		for range 5 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				defer cancel()
+				err := q.Wait(ctx, "boreal")
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				if err == nil {
+					admitted = append(admitted, time.Now())
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return fmt.Errorf("15 calls at 5 per 250 ms with 3 s each: %v", firstErr)
+	}
+	for _, a := range admitted {
+		n := 0
+		for _, b := range admitted {
+			if d := b.Sub(a); d >= 0 && d < 150*time.Millisecond {
+				n++
+			}
+		}
+		if n > rate.N {
+			return fmt.Errorf("%d calls admitted within 150 ms by three processes sharing %s", n, rate)
+		}
+	}
+	return nil
+}
+
+// 5. Calls longer than the TTL keep their slots. The TTL leaves a renewal
+// (every TTL/3) 400 ms of slack on a busy machine.
+func longCallsKeepTheirSlots(srv *server) error {
+	const ttl = 600 * time.Millisecond
+	qs, closeAll, err := processes(srv.url(), 2, quota.RedisConfig{Limit: limit, TTL: ttl})
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	return noneAdmittedWhileHeld(qs, 3*ttl)
+}
+
+// 6. The same on a stand-in whose clock is an hour ahead of ours.
+func renewalsUseRedisClock(*server) error {
+	m := miniredis.NewMiniRedis()
+	if err := m.StartAddr("127.0.0.1:0"); err != nil {
+		return err
+	}
+	defer m.Close()
+	m.SetTime(time.Now().Add(time.Hour))
+	const ttl = 150 * time.Millisecond
+	qs, closeAll, err := processes("redis://"+m.Addr()+"/0", 2, quota.RedisConfig{Limit: limit, TTL: ttl})
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	// The stand-in's clock stands still, so only an expiry written from our
+	// clock (an hour behind) can free a slot.
+	return noneAdmittedWhileHeld(qs, 4*ttl)
+}
+
+// noneAdmittedWhileHeld: qs[0] holds every slot for d; qs[1] must get none.
+func noneAdmittedWhileHeld(qs []*quota.Redis, d time.Duration) error {
+	if err := holdN(qs[0], limit); err != nil {
+		return err
+	}
+	defer func() {
+		for range limit {
+			qs[0].Release()
+		}
+	}()
+	until := time.Now().Add(d)
+	for time.Now().Before(until) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+		err := qs[1].Acquire(ctx)
+		cancel()
+		if err == nil {
+			qs[1].Release()
+			return fmt.Errorf("another process was admitted while %d calls still ran: a lease expired under a running call", limit)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+	}
+	return nil
+}
+
+func holdN(q *quota.Redis, n int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	for i := range n {
+		if err := q.Acquire(ctx); err != nil {
+			return fmt.Errorf("taking %d free slots, got %d: %v", n, i, err)
+		}
+	}
+	return nil
+}
+
+// gauge counts slots held and remembers the most at once.
+type gauge struct{ now, peak atomic.Int64 }
+
+func (g *gauge) enter() {
+	n := g.now.Add(1)
+	for p := g.peak.Load(); n > p && !g.peak.CompareAndSwap(p, n); p = g.peak.Load() {
+	}
+}
+
+func (g *gauge) leave() { g.now.Add(-1) }
+
+// hammer runs workers goroutines per quota until ctx ends, each taking a
+// slot, holding it for hold, and giving it back.
+func hammer(ctx context.Context, qs []*quota.Redis, workers int, hold time.Duration, g *gauge) (int64, error) {
+	var wg sync.WaitGroup
+	var admitted atomic.Int64
+	var mu sync.Mutex
+	var firstErr error
+	for _, q := range qs {
+		for range workers {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					err := q.Acquire(ctx)
+					if errors.Is(err, quota.ErrUnavailable) {
+						// Failed closed: a round trip took longer than the
+						// quota's limit (a busy machine). Nothing is held; a
+						// caller would try again later, and so do we.
+						time.Sleep(10 * time.Millisecond)
+						continue
+					}
+					if err != nil {
+						if ctx.Err() == nil {
+							mu.Lock()
+							firstErr = cmpErr(firstErr, err)
+							mu.Unlock()
+						}
+						return
+					}
+					g.enter()
+					admitted.Add(1)
+					time.Sleep(hold)
+					g.leave()
+					q.Release()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return admitted.Load(), firstErr
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// fake plays the three suppliers: a normal quote after latency; it counts
+// the calls in flight and remembers the most at once.
+type fake struct {
+	latency time.Duration
+
+	mu              sync.Mutex
+	running, max, n int
+}
+
+func (f *fake) RoundTrip(r *http.Request) (*http.Response, error) {
+	f.mu.Lock()
+	f.n++
+	f.running++
+	f.max = max(f.max, f.running)
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.running--
+		f.mu.Unlock()
+	}()
+	t := time.NewTimer(f.latency)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
+	}
+	supplier := path.Base(r.URL.Path)
+	body := fmt.Sprintf(`{"supplier":%q,"sku":%q,"unit_cents":1000,"shipping_cents":100,"stock":50}`, supplier, r.URL.Query().Get("sku"))
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
+}
+
+func (f *fake) peak() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.max
+}
+
+func (f *fake) total() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n
+}
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
