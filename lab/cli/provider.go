@@ -49,6 +49,7 @@ func runProvider(args []string, stdout, stderr io.Writer) int {
 	case srv.BlackholeErr != nil:
 		fmt.Fprintf(stdout, "no blackhole: %v\n", srv.BlackholeErr)
 	}
+	fmt.Fprintf(stdout, "dashboard: %s/ui (open it in a browser on this machine)\n", srv.URL)
 	fmt.Fprintf(stdout, "try: curl -H 'X-Request-ID: demo' '%s/quotes/boreal?sku=KB-001&scenario=flaky'\n", srv.URL)
 	fmt.Fprintln(stdout, "press Ctrl+C to stop")
 
