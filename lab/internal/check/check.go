@@ -65,10 +65,10 @@ type Monitor interface {
 	Mark() int                     // the start of a window
 	Since(mark int) report.Machine // the window from mark to now
 	Stop() report.Machine          // everything; the monitor stops
-	// HeldBack says whether a run whose threads waited for a CPU this
-	// share of its wall time was held back too much for its timing to mean
-	// anything (runner.Result.Starved; negative: not measured).
-	HeldBack(starved float64) bool
+	// HeldBack says whether a run of this wall time whose threads waited
+	// for a CPU this share of it was held back too much for its timing to
+	// mean anything (runner.Result.Starved; negative: not measured).
+	HeldBack(starved float64, elapsed time.Duration) bool
 }
 
 func (o Options) withDefaults() Options {
@@ -393,7 +393,8 @@ type judged struct {
 
 // judge runs bin (with env) Repeat times. When decides (the outcome
 // decides the verdict), a run that goes wrong while the machine is busy is
-// run once more; when that goes wrong too, the outcome is busy, not bad.
+// run once more; when a build that must pass goes wrong again, the outcome
+// is busy, not bad.
 // A run killed at the timeout is never explained by load: the timeout is
 // a hundred times what an answer needs.
 func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass, decides bool) judged {
@@ -415,10 +416,14 @@ func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass, de
 			if good(again) {
 				c.r.Notes = append(c.r.Notes, fmt.Sprintf("%s: the first run went wrong while the machine was busy (%s); it was run again and went right.", what, describe(m, res)))
 				res = again
-			} else if busyAgain || busy {
+			} else if wantPass && busyAgain {
+				// A correct build failed twice, held back both times: that
+				// says nothing about the answer.
 				j.busy = true
 				c.r.Notes = append(c.r.Notes, fmt.Sprintf("%s: went wrong twice while the machine was too busy to judge timing (%s).", what, describe(m, again)))
 			}
+			// A mutant the answer let through twice stays missed: load
+			// slows a program down, it does not make a test pass.
 		}
 		if res.OK() {
 			passes++
@@ -457,7 +462,7 @@ func (c *checker) run(ctx context.Context, bin, env string) (runner.Result, bool
 	if res.Starved > c.r.MaxStarved() {
 		c.r.SetMaxStarved(res.Starved)
 	}
-	return res, c.mon.Since(mark).Busy || c.mon.HeldBack(res.Starved)
+	return res, c.mon.Since(mark).Busy || c.mon.HeldBack(res.Starved, res.Elapsed)
 }
 
 // describe says how busy the machine was, and how much it held a run back.

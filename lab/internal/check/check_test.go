@@ -178,17 +178,17 @@ func toyCheck(t *testing.T, root string, o Options) report.Report {
 // quiet and busy are machines that never and always are too busy.
 type quiet struct{}
 
-func (quiet) Mark() int                { return 0 }
-func (quiet) Since(int) report.Machine { return report.Machine{} }
-func (quiet) Stop() report.Machine     { return report.Machine{} }
-func (quiet) HeldBack(float64) bool    { return false }
+func (quiet) Mark() int                            { return 0 }
+func (quiet) Since(int) report.Machine             { return report.Machine{} }
+func (quiet) Stop() report.Machine                 { return report.Machine{} }
+func (quiet) HeldBack(float64, time.Duration) bool { return false }
 
 type busy struct{}
 
-func (busy) Mark() int                { return 0 }
-func (busy) Since(int) report.Machine { return report.Machine{LagP99MS: 80, Busy: true} }
-func (busy) Stop() report.Machine     { return report.Machine{LagP99MS: 80, Busy: true} }
-func (busy) HeldBack(float64) bool    { return true }
+func (busy) Mark() int                            { return 0 }
+func (busy) Since(int) report.Machine             { return report.Machine{LagP99MS: 80, Busy: true} }
+func (busy) Stop() report.Machine                 { return report.Machine{LagP99MS: 80, Busy: true} }
+func (busy) HeldBack(float64, time.Duration) bool { return true }
 
 func property(t *testing.T, r report.Report, name string) report.Prop {
 	t.Helper()
@@ -253,6 +253,12 @@ func TestCheck(t *testing.T) {
 		r = toyCheck(t, root, Options{Answer: "answers/sleepy", Machine: busy{}})
 		if r.Verdict != report.Inconclusive || property(t, r, "ready_later").Status != report.Busy {
 			t.Fatalf("sleepy on a busy machine: %s, %+v", r.Verdict, property(t, r, "ready_later"))
+		}
+		// A mutant let through twice stays missed: load does not make a test pass.
+		write(t, filepath.Join(root, "answers/lenient/main.go"), strings.Replace(refAnswer, `if !quoteflow.Valid(1) { fmt.Println("E12 failed: quantity 1 rejected"); os.Exit(1) }`, "", 1))
+		r = toyCheck(t, root, Options{Answer: "answers/lenient", Machine: busy{}})
+		if p := property(t, r, "one_rejected"); r.Verdict != report.Failed || p.Status != report.Missed {
+			t.Fatalf("a weak answer on a busy machine: verdict %s, one_rejected %s; want failed, missed", r.Verdict, p.Status)
 		}
 		r = toyCheck(t, root, Options{Answer: "answers/hang", Machine: busy{}, Timeout: 300 * time.Millisecond})
 		if r.Verdict != report.Failed || r.Reference.Status != report.TimedOut {

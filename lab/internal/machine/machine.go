@@ -30,14 +30,21 @@ const tick = 10 * time.Millisecond
 // What held a child back is measured on the child itself (runner's Starved).
 const BusyLagP99 = 25 * time.Millisecond
 
-// StarvedBusy is how much waiting for a CPU makes a run's timing
-// meaningless: its threads together waited a quarter of its wall time.
-const StarvedBusy = 0.25
+// A run was held back too much for its timing to mean anything when its
+// threads together waited for a CPU a quarter of its wall time, and at
+// least 50 ms in all (a run of a few milliseconds spends most of them
+// starting threads: its share says nothing).
+const (
+	StarvedBusy    = 0.25
+	StarvedAtLeast = 50 * time.Millisecond
+)
 
-// HeldBack reports whether a run that was starved this much (the share of
-// its wall time its threads waited for a CPU) was held back too much for
-// its timing to mean anything.
-func (m *Monitor) HeldBack(starved float64) bool { return starved >= StarvedBusy }
+// HeldBack reports whether a run of this wall time, starved this much (the
+// share of its wall time its threads waited for a CPU; negative: not
+// measured), was held back too much for its timing to mean anything.
+func (m *Monitor) HeldBack(starved float64, elapsed time.Duration) bool {
+	return starved >= StarvedBusy && time.Duration(starved*float64(elapsed)) >= StarvedAtLeast
+}
 
 // A Monitor samples the machine until Stop.
 type Monitor struct {
