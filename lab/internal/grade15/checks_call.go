@@ -114,7 +114,7 @@ func (g *grader) checkCall(ctx context.Context) {
 		"blackhole %s: phase %q (want connect)", g.lab.blackhole, o.Phase)
 	v = verdict{}
 	v.need(r.wallMS() >= 300-early, "it gave up after %.0f ms, before its connect limit", r.wallMS())
-	v.within(r.wallMS(), 300+slack, loadAllowance, "reaching the blackhole waited %.0f ms, as if one timeout served both phases", r.wallMS())
+	v.within(r.wallMS(), 300+slack, loadAllowance, "reaching the blackhole waited longer (%.0f ms), as if one timeout served both phases", r.wallMS())
 	g.judge("call_connect_limit", v, "blackhole with --connect 0.3 --read 4: ended after %.0f ms (want 300–%.0f ms)", r.wallMS(), 300+slack)
 }
 

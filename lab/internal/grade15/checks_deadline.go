@@ -118,7 +118,7 @@ func (g *grader) checkReadLimits(o deadlineOut, log provider.PartnerLog) {
 			left := budget - (log.Calls[i].ArrivalMs - log.Calls[0].ArrivalMs)
 			got = append(got, fmt.Sprintf("%.0f", c.ReadTimeoutMS))
 			want = append(want, fmt.Sprintf("%.0f", left))
-			v.within(c.ReadTimeoutMS, left+15, 250, "a later call got more than was left (call %d: %.0f ms with about %.0f ms left), as if every call got the full budget", i+1, c.ReadTimeoutMS, left)
+			v.within(c.ReadTimeoutMS, left+15, 250, "a later call got more than was left, as if every call got the full budget (call %d: %.0f ms with about %.0f ms left)", i+1, c.ReadTimeoutMS, left)
 			v.within(left, c.ReadTimeoutMS+250, loadAllowance, "call %d got %.0f ms with about %.0f ms left: the budget was taken before the run started", i+1, c.ReadTimeoutMS, left)
 		}
 		v.need(len(made) >= 2, "only %d call was made", len(made))

@@ -217,11 +217,12 @@ func splitSections(text string) map[string]string {
 	return out
 }
 
-// hasNumber reports whether text contains v as a number (1200, 1 200 or 1,200 not needed:
-// the plain digits as in the plan).
+// hasNumber reports whether text contains v as a number of its own (1200,
+// 1 200 or 1,200 not needed: the plain digits as in the plan): 501 is not
+// found in 501.8, nor 500.8 in 1500.8.
 func hasNumber(text string, v float64) bool {
 	s := strconv.FormatFloat(v, 'f', -1, 64)
-	re := regexp.MustCompile(`(^|[^\d.])` + regexp.QuoteMeta(s) + `($|[^\d])`)
+	re := regexp.MustCompile(`(^|[^\d.])` + regexp.QuoteMeta(s) + `($|[^\d.]|\.($|[^\d]))`)
 	return re.MatchString(text)
 }
 

@@ -269,3 +269,21 @@ func TestBudgetCutSaysWhichConditionFailed(t *testing.T) {
 		}
 	}
 }
+
+func TestHasNumberFindsWholeNumbersOnly(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		v    float64
+		want bool
+	}{
+		{"after 500.8 ms", 500.8, true},
+		{"after 501.8 ms", 501, false},
+		{"total 1500.8 ms", 500.8, false},
+		{"it took 501.", 501, true},
+		{"501 ms", 501, true},
+	} {
+		if got := hasNumber(c.text, c.v); got != c.want {
+			t.Errorf("hasNumber(%q, %v) = %v, want %v", c.text, c.v, got, c.want)
+		}
+	}
+}
