@@ -119,7 +119,7 @@ func (g *grader) checkReadLimits(o deadlineOut, log provider.PartnerLog) {
 			got = append(got, fmt.Sprintf("%.0f", c.ReadTimeoutMS))
 			want = append(want, fmt.Sprintf("%.0f", left))
 			v.within(c.ReadTimeoutMS, left+15, 250, "a later call got more than was left, as if every call got the full budget (call %d: %.0f ms with about %.0f ms left)", i+1, c.ReadTimeoutMS, left)
-			v.within(left, c.ReadTimeoutMS+250, loadAllowance, "call %d got %.0f ms with about %.0f ms left: the budget was taken before the run started", i+1, c.ReadTimeoutMS, left)
+			v.within(left, c.ReadTimeoutMS+500, loadAllowance, "call %d got %.0f ms with about %.0f ms left: the budget was taken before the run started", i+1, c.ReadTimeoutMS, left)
 		}
 		v.need(len(made) >= 2, "only %d call was made", len(made))
 	}
@@ -133,7 +133,14 @@ func (g *grader) checkBudgetCut(o deadlineOut, r run) {
 	const budget = 1600.0
 	last := o.Calls[2]
 	var v verdict
-	v.need(last.Phase == "read", "the slow third call ended in phase %q instead of being cut in phase read", last.Phase)
+	switch {
+	case last.Phase == "no_budget" && last.ReadTimeoutMS < 100+rounding:
+		// Correct on a slow machine: the first two calls left less than
+		// --min-ms. The cut was not tested; run it again.
+		v.slow("the first two calls took so long that the third was skipped (%.0f ms left), so no cut could be seen", last.ReadTimeoutMS)
+	default:
+		v.need(last.Phase == "read", "the slow third call ended in phase %q instead of being cut in phase read", last.Phase)
+	}
 	v.need(o.Exceeded, "exceeded was false although the budget cut a read")
 	v.within(r.wallMS(), budget+slack, loadAllowance, "the run went past its budget: %.0f ms for 1600 ms (at most %.0f ms allowed)", r.wallMS(), budget+slack)
 	g.judge("deadline_budget_cut", v, "third call (5000 ms) ended in phase %q, exceeded %v, the run took %.0f ms (want read, true, at most %.0f ms)",
@@ -212,16 +219,20 @@ func (g *grader) checkDeadlineTimes(outs map[string]deadlineOut, runs map[string
 		seen = append(seen, fmt.Sprintf("%s: total_ms %.1f, calls %.1f ms together, wall %.0f ms", key, o.TotalMS, sum, wall))
 		v.need(o.TotalMS <= wall+rounding, "%s: total_ms %.1f is more than the %.0f ms the process lived", key, o.TotalMS, wall)
 		v.need(sum <= o.TotalMS+rounding, "%s: the calls' elapsed_ms add up to %.1f ms, more than total_ms %.1f", key, sum, o.TotalMS)
-		if log := job.log.Calls; len(log) > 0 {
+		// The partner's log says when each call arrived. A call the tool read
+		// in full (phase done) cannot have ended before the partner's delay
+		// after its arrival. (The partner's own "done" is no proof: a write
+		// into a socket the client has just closed succeeds.)
+		if log, made := job.log.Calls, started(o); len(log) > 0 && len(log) == len(made) {
 			span := 0.0
 			for i, c := range log {
-				if c.End == "done" && i < len(job.delays) {
-					span = max(span, c.ArrivalMs+float64(job.delays[i])-log[0].ArrivalMs)
+				if made[i].Phase == "done" {
+					span = max(span, c.ArrivalMs+float64(delayOf(made[i].URL))-log[0].ArrivalMs)
 				}
 			}
 			v.need(o.TotalMS >= span-rounding, "%s: total_ms %.1f is less than the %.0f ms from the first call's arrival to the last answer the partner sent", key, o.TotalMS, span)
 		}
-		v.within(wall, (o.TotalMS+150)/0.8, loadAllowance, "%s: total_ms %.1f of a %.0f ms run", key, o.TotalMS, wall)
+		v.within(wall, 2*(o.TotalMS+300), loadAllowance, "%s: total_ms %.1f of a %.0f ms run", key, o.TotalMS, wall)
 	}
 	g.judge("deadline_times_honest", v, "%s", strings.Join(seen, "; "))
 }
@@ -242,4 +253,17 @@ func nestedKeys(raw []byte, field string, keys ...string) error {
 		}
 	}
 	return nil
+}
+
+// delayOf is the ms= of a partner /call URL (0 when there is none).
+func delayOf(u string) int {
+	_, q, _ := strings.Cut(u, "?")
+	for _, kv := range strings.Split(q, "&") {
+		if v, ok := strings.CutPrefix(kv, "ms="); ok {
+			n := 0
+			fmt.Sscan(v, &n)
+			return n
+		}
+	}
+	return 0
 }

@@ -199,6 +199,7 @@ func (g *grader) checkShrinking(c *fanned) {
 func (g *grader) checkFanoutCut(c *fanned) {
 	var v verdict
 	var ends []string
+	short := false // some call carried less than the partner's work
 	for i, e := range c.log {
 		if e.BudgetMs == nil {
 			ends = append(ends, fmt.Sprintf("call %d: no X-Budget-Ms, %s", i+1, e.End))
@@ -206,7 +207,25 @@ func (g *grader) checkFanoutCut(c *fanned) {
 		}
 		ends = append(ends, fmt.Sprintf("call %d: %d ms, %s after %.0f ms", i+1, *e.BudgetMs, e.End, e.DurationMs))
 		v.need(*e.BudgetMs > 0, "a call was sent with nothing left (X-Budget-Ms %d)", *e.BudgetMs)
-		v.need(e.End != "done" || float64(*e.BudgetMs) >= fanoutWork-25, "a call carrying %d ms was answered after the partner's 200 ms of work: fanout waited past the budget instead of cutting it", *e.BudgetMs)
+		if float64(*e.BudgetMs) < fanoutWork-25 {
+			short = true
+		}
+		// A call carrying b < 200 ms whose answer fanout read (received is
+		// set) was read 200 − b ms past its budget. A timer that late is
+		// possible on a loaded machine up to 100 ms; beyond that the call was
+		// not cut. (The partner's own "done" is no proof: a write into a
+		// socket the client has just closed succeeds.)
+		if b := float64(*e.BudgetMs); i < len(c.made) && c.made[i].Received != nil && b < fanoutWork-25 {
+			but := "a call carrying %d ms read the answer of the partner's 200 ms of work: fanout waited past the budget instead of cutting it"
+			if b < fanoutWork-100 {
+				v.need(false, but, *e.BudgetMs)
+			} else {
+				v.slow(but, *e.BudgetMs)
+			}
+		}
+	}
+	if !short {
+		v.slow("no call ran short of budget (the first calls took long), so the cut could not be seen")
 	}
 	v.within(c.run.wallMS(), c.budget+slack, loadAllowance, "the run took %.0f ms for a 500 ms budget", c.run.wallMS())
 	g.judge("fanout_budget_cut", v, "budget 500 ms, four calls of 200 ms: the partner saw %s; the run took %.0f ms",
@@ -227,12 +246,12 @@ func (g *grader) checkFanoutTimes(cases map[string]*fanned) {
 			v.need(call.ElapsedMS <= wall+rounding, "a call reported %.1f ms, more than the %.0f ms the process lived", call.ElapsedMS, wall)
 		}
 		if len(c.log) == len(c.made) {
-			for i, e := range c.log {
-				v.need(e.End != "done" || c.made[i].ElapsedMS >= fanoutWork-rounding, "a call reported %.1f ms for an answer the partner sent after 200 ms", c.made[i].ElapsedMS)
+			for _, m := range c.made {
+				v.need(m.Received == nil || m.ElapsedMS >= fanoutWork-rounding, "a call reported %.1f ms for an answer the partner sent after 200 ms", m.ElapsedMS)
 			}
 		}
 		v.need(total <= wall+rounding, "budget %.0f: the calls' elapsed_ms add up to %.1f ms, more than the %.0f ms the process lived", c.budget, total, wall)
-		v.within(wall, (total+150)/0.8, loadAllowance, "budget %.0f: the calls report %.1f ms of a %.0f ms run", c.budget, total, wall)
+		v.within(wall, 2*(total+300), loadAllowance, "budget %.0f: the calls report %.1f ms of a %.0f ms run", c.budget, total, wall)
 		seen = append(seen, fmt.Sprintf("budget %.0f: calls %.1f ms together, wall %.0f ms", c.budget, total, wall))
 	}
 	g.judge("fanout_elapsed_honest", v, "%s", strings.Join(seen, "; "))

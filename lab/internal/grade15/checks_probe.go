@@ -104,7 +104,7 @@ func (g *grader) checkProbe(ctx context.Context) {
 	v.need(2*ref.ElapsedMS < ct.ElapsedMS && 2*ref.ElapsedMS < rt.ElapsedMS, "the refused connection was not much faster than the timeouts")
 	v.need(ct.ElapsedMS >= 50 && rt.ElapsedMS >= 50, "a timeout took under 50 ms, less than any limit worth the name")
 	v.need(total <= r.wallMS()+rounding, "the rows add up to %.1f ms, more than the %.0f ms the probe ran", total, r.wallMS())
-	v.within(r.wallMS(), (total+150)/0.8, loadAllowance, "the rows add up to %.1f ms of a %.0f ms run", total, r.wallMS())
+	v.within(r.wallMS(), 2*(total+300), loadAllowance, "the rows add up to %.1f ms of a %.0f ms run", total, r.wallMS())
 	g.judge("probe_timings", v, "refused %.1f ms, connect_timeout %.1f ms, read_timeout %.1f ms; the probe ran %.0f ms",
 		ref.ElapsedMS, ct.ElapsedMS, rt.ElapsedMS, r.wallMS())
 

@@ -331,10 +331,10 @@ func (g *grader) checkRetryFloor(x *retried) {
 func (g *grader) checkReadLeft(x *retried) {
 	o := x.out
 	var v verdict
-	for i, c := range x.log.Calls {
-		v.need(i == 0 || c.End != "done", "the partner finished attempt %d (status %d after %.0f ms of work) that had at most 300 ms left: its read limit was not the budget left", i+1, c.Status, c.DurationMs)
-	}
-	v.need(!o.OK, "it reports ok true: an answer after the budget")
+	// The partner's log shows how each attempt ended, but its "done" is no
+	// proof that the tool read the answer (a write into a socket the client
+	// has just closed succeeds): the tool's own ok is.
+	v.need(!o.OK, "it reports ok true: the second attempt, started with at most 300 ms left, read the partner's 700 ms answer: its read limit was not the budget left")
 	v.need(o.StoppedReason == "budget", "it stopped with stopped_reason %q, not budget", o.StoppedReason)
 	v.within(x.run.wallMS(), float64(x.job.budgetMS)+slack, loadAllowance, "the run took %.0f ms for a 1000 ms budget", x.run.wallMS())
 	ends := []string{}
@@ -358,11 +358,14 @@ func (g *grader) checkRetryTimes(res map[string]*retried) {
 			seen = append(seen, fmt.Sprintf("%s %.1f of %.0f ms", name, el, wall))
 		}
 		v.need(el <= wall+rounding, "%s reported %.1f ms, more than the %.0f ms its process lived", name, el, wall)
-		if calls := x.log.Calls; len(calls) > 0 && calls[len(calls)-1].End == "done" {
-			span := calls[len(calls)-1].ArrivalMs - calls[0].ArrivalMs + float64(x.job.callMS)
-			v.need(el >= span-rounding, "%s reported %.1f ms, less than the %.0f ms from its first attempt's arrival to the last answer the partner sent", name, el, span)
+		// The tool lived at least from the first attempt's arrival until it
+		// had the answer to the one before the last (it sent the last one
+		// after): that answer left the partner callMS after its arrival.
+		if calls := x.log.Calls; len(calls) >= 2 {
+			span := calls[len(calls)-2].ArrivalMs - calls[0].ArrivalMs + float64(x.job.callMS)
+			v.need(el >= span-rounding, "%s reported %.1f ms, less than the %.0f ms from its first attempt's arrival to the answer before its last attempt", name, el, span)
 		}
-		v.within(wall, (el+150)/0.8, loadAllowance, "%s reported %.1f ms of a %.0f ms run", name, el, wall)
+		v.within(wall, 2*(el+300), loadAllowance, "%s reported %.1f ms of a %.0f ms run", name, el, wall)
 	}
 	g.judge("retry_elapsed_honest", v, "elapsed_ms reported of wall time measured: %s (and %d more clients)", strings.Join(seen, ", "), jitterRuns-1)
 }

@@ -53,6 +53,13 @@ func (v *verdict) within(measured, bound, allowance float64, but string, args ..
 	return false
 }
 
+// slow records but as a timing miss: the scenario could not test what it
+// meant to because the machine was slow (a correct tool under load may do
+// this), so the property is run again.
+func (v *verdict) slow(but string, args ...any) {
+	v.add(fmt.Sprintf(but, args...))
+}
+
 func (v *verdict) add(but string) {
 	if !slices.Contains(v.buts, but) {
 		v.buts = append(v.buts, but)
