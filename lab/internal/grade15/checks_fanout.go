@@ -183,7 +183,7 @@ func (g *grader) checkShrinking(c *fanned) {
 			gap := log[i].ArrivalMs - log[i-1].ArrivalMs
 			v.need(gap >= fanoutWork-rounding, "the calls overlapped (call %d arrived %.0f ms after call %d, before its 200 ms answer): fanout must call one after another", i+1, gap, i)
 			v.need(b(i) <= b(i-1)-fanoutWork+1, "X-Budget-Ms did not shrink by the 200 ms each call took (%.0f, then %.0f)", b(i-1), b(i))
-			v.within(b(i), b(i-1)-gap+25, 250, "call %d carried %.0f ms, more than the %.0f ms left after the %.0f ms between arrivals", i+1, b(i), b(i-1)-gap, gap)
+			v.within(b(i), b(i-1)-gap+25, loadAllowance, "call %d carried %.0f ms, more than the %.0f ms left after the %.0f ms between arrivals", i+1, b(i), b(i-1)-gap, gap)
 			v.within(b(i-1)-gap, b(i)+25, loadAllowance, "call %d carried %.0f ms, less than the %.0f ms left after the %.0f ms between arrivals", i+1, b(i), b(i-1)-gap, gap)
 		}
 	}
