@@ -129,7 +129,9 @@ func (g *grader) checkReadLimits(o deadlineOut, log provider.PartnerLog) {
 			v.within(c.ReadTimeoutMS, left+15, loadAllowance, "a later call got more than was left, as if every call got the full budget (call %d: %.0f ms with about %.0f ms left)", i+1, c.ReadTimeoutMS, left)
 			v.within(left, c.ReadTimeoutMS+500, loadAllowance, "call %d got %.0f ms with about %.0f ms left: the budget was taken before the run started", i+1, c.ReadTimeoutMS, left)
 		}
-		v.need(len(made) >= 2, "only %d call was made", len(made))
+		if len(made) < 2 { // correct on a slow machine: the first call ate the budget
+			v.slow("only %d call was made, so no later read limit could be seen", len(made))
+		}
 	}
 	g.judge("deadline_read_limit", v, "budget 1600 ms, calls of 600, 600, 5000 ms: read_timeout_ms %s where the budget left was about %s (by the partner's arrival times)",
 		strings.Join(got, ", "), strings.Join(want, ", "))

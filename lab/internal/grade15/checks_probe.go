@@ -206,7 +206,7 @@ func (g *grader) checkSaved(live map[string]probeRow) {
 			v.need(s.ElapsedMS >= 0 && s.ElapsedMS <= 100, "its refused row took %.1f ms: a refused connection is answered at once", s.ElapsedMS)
 			continue
 		}
-		v.within(l.ElapsedMS, (s.ElapsedMS+50)/0.75, 150, "its %s took %.1f ms, far less than the %.1f ms the same probe takes now", kind, s.ElapsedMS, l.ElapsedMS)
+		v.within(l.ElapsedMS, (s.ElapsedMS+50)/0.75, loadAllowance, "its %s took %.1f ms, far less than the %.1f ms the same probe takes now", kind, s.ElapsedMS, l.ElapsedMS)
 		v.need(s.ElapsedMS <= 2*l.ElapsedMS+500, "its %s took %.1f ms, far more than the %.1f ms the same probe takes now", kind, s.ElapsedMS, l.ElapsedMS)
 	}
 	g.judge("probe_saved", v, "%s: %s", ProbeFile, strings.Join(seen, ", "))
