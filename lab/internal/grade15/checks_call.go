@@ -3,17 +3,9 @@ package grade15
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
-)
-
-// Timing tolerances. A limit never fires early by more than early; a process
-// may take up to slack longer than what it waited for (start-up and
-// scheduling on a busy two-core machine). Every scenario keeps a correct tool
-// and its broken variants further apart than slack.
-const (
-	early = 30.0  // ms
-	slack = 700.0 // ms
 )
 
 // runAll runs tool once per argument list, concurrently, each bounded by
@@ -33,9 +25,6 @@ func (g *grader) runAll(ctx context.Context, tool string, within time.Duration, 
 	wg.Wait()
 	return out
 }
-
-// nonce makes partner keys unique to one grading run.
-func nonce() string { return fmt.Sprintf("e15-%d", time.Now().UnixNano()) }
 
 // failAllOf fails the named properties, which could not be checked, with
 // one detail saying why.
@@ -57,14 +46,20 @@ type callOut struct {
 
 var callKeys = []string{"ok", "status", "phase", "elapsed_ms", "error"}
 
-// checkCall runs call against a quick 200, a 503, a slow answer, the
-// blackhole and a closed port.
+var callProps = []string{"call_json", "call_done", "call_http_error", "call_read_limit", "call_body_limit",
+	"call_connect_phase", "call_connect_limit", "call_refused", "call_elapsed_honest"}
+
+// checkCall runs call against a quick 200, a 503, a slow answer, an answer
+// whose body trickles, the blackhole and a closed port.
 func (g *grader) checkCall(ctx context.Context) {
 	base := g.lab.base
+	url := func(q string) string { return base + "/call?" + q + "&key=" + nonce() }
 	jobs := map[string][]string{
-		"done":    {"--url", base + "/call?ms=50", "--connect", "1", "--read", "2"},
-		"503":     {"--url", base + "/call?ms=0&fail=1&key=" + nonce(), "--connect", "1", "--read", "2"},
-		"read":    {"--url", base + "/call?ms=4000", "--connect", "3", "--read", "0.5"},
+		"done": {"--url", url("ms=50"), "--connect", "1", "--read", "2"},
+		// --connect left to its default (1 s).
+		"503":     {"--url", url("ms=0&fail=1"), "--read", "2"},
+		"read":    {"--url", url("ms=4000"), "--connect", "3", "--read", "0.5"},
+		"drip":    {"--url", url("ms=0&drip_ms=2000"), "--connect", "1", "--read", "0.5"},
 		"refused": {"--url", "http://" + g.lab.closed + "/", "--connect", "5", "--read", "5"},
 	}
 	if g.lab.blackhole != "" {
@@ -74,12 +69,12 @@ func (g *grader) checkCall(ctx context.Context) {
 	outs := map[string]callOut{}
 	for key, r := range runs {
 		if r.problem != "" {
-			g.failAllOf(r.problem, "call_json", "call_done", "call_http_error", "call_read_limit", "call_connect_phase", "call_connect_limit", "call_refused")
+			g.failAllOf(r.problem, callProps...)
 			return
 		}
 		var o callOut
 		if err := r.decode(&o, callKeys...); err != nil {
-			g.failAllOf("call "+key+": "+err.Error(), "call_json", "call_done", "call_http_error", "call_read_limit", "call_connect_phase", "call_connect_limit", "call_refused")
+			g.failAllOf("call "+key+": "+err.Error(), callProps...)
 			return
 		}
 		outs[key] = o
@@ -87,20 +82,27 @@ func (g *grader) checkCall(ctx context.Context) {
 	g.set("call_json", true, "")
 
 	o, r := outs["done"], runs["done"]
-	g.set("call_done", o.OK && status(o.Status) == 200 && o.Phase == "done" && r.wallMS() < 2000,
-		"GET /call?ms=50: ok %v, status %v, phase %q, %.0f ms", o.OK, statusText(o.Status), o.Phase, r.wallMS())
+	var v verdict
+	v.need(o.OK && status(o.Status) == 200 && o.Phase == "done", "it came back as ok %v, status %s, phase %q", o.OK, statusText(o.Status), o.Phase)
+	v.within(r.wallMS(), 2000, loadAllowance, "it took %.0f ms for a 50 ms answer", r.wallMS())
+	g.judge("call_done", v, "GET /call?ms=50: ok %v, status %v, phase %q, %.0f ms", o.OK, statusText(o.Status), o.Phase, r.wallMS())
 
 	o = outs["503"]
 	g.set("call_http_error", !o.OK && status(o.Status) == 503 && o.Phase == "done",
-		"GET /call?fail=1: ok %v, status %v, phase %q", o.OK, statusText(o.Status), o.Phase)
+		"GET /call?fail=1 (--connect left to its default): ok %v, status %v, phase %q", o.OK, statusText(o.Status), o.Phase)
 
-	o, r = outs["read"], runs["read"]
-	g.set("call_read_limit", o.Phase == "read" && r.wallMS() >= 500-early && r.wallMS() <= 500+slack,
-		"GET /call?ms=4000 with --connect 3 --read 0.5: phase %q after %.0f ms (want read, 500–%.0f ms)", o.Phase, r.wallMS(), 500+slack)
+	g.checkCut("call_read_limit", outs["read"], runs["read"], "GET /call?ms=4000 with --connect 3 --read 0.5",
+		"the slow answer was not cut")
+	g.checkCut("call_body_limit", outs["drip"], runs["drip"], "GET /call?ms=0&drip_ms=2000 (headers at once, the body over 2 s) with --read 0.5",
+		"the limit stopped at the headers and let the body run on")
 
 	o, r = outs["refused"], runs["refused"]
-	g.set("call_refused", o.Phase == "connect" && r.wallMS() < 1500,
-		"closed port %s with --connect 5: phase %q after %.0f ms (want connect, under 1500 ms)", g.lab.closed, o.Phase, r.wallMS())
+	v = verdict{}
+	v.need(o.Phase == "connect", "it ended in phase %q", o.Phase)
+	v.within(r.wallMS(), 1500, loadAllowance, "it took %.0f ms, as if it waited for a limit", r.wallMS())
+	g.judge("call_refused", v, "closed port %s with --connect 5: phase %q after %.0f ms (want connect, under 1500 ms)", g.lab.closed, o.Phase, r.wallMS())
+
+	g.checkCallTimes(outs, runs)
 
 	if g.lab.blackhole == "" {
 		g.set("call_connect_phase", true, "skipped: this system has no blackhole (Linux only)")
@@ -110,8 +112,43 @@ func (g *grader) checkCall(ctx context.Context) {
 	o, r = outs["connect"], runs["connect"]
 	g.set("call_connect_phase", o.Phase == "connect",
 		"blackhole %s: phase %q (want connect)", g.lab.blackhole, o.Phase)
-	g.set("call_connect_limit", r.wallMS() >= 300-early && r.wallMS() <= 300+slack,
-		"blackhole with --connect 0.3 --read 4: ended after %.0f ms (want 300–%.0f ms)", r.wallMS(), 300+slack)
+	v = verdict{}
+	v.need(r.wallMS() >= 300-early, "it gave up after %.0f ms, before its connect limit", r.wallMS())
+	v.within(r.wallMS(), 300+slack, loadAllowance, "reaching the blackhole waited longer (%.0f ms), as if one timeout served both phases", r.wallMS())
+	g.judge("call_connect_limit", v, "blackhole with --connect 0.3 --read 4: ended after %.0f ms (want 300–%.0f ms)", r.wallMS(), 300+slack)
+}
+
+// checkCut checks a call that a 0.5 s read limit must cut.
+func (g *grader) checkCut(name string, o callOut, r run, what, notCut string) {
+	var v verdict
+	v.need(o.Phase == "read", "it ended in phase %q (status %s) after %.0f ms: %s", o.Phase, statusText(o.Status), r.wallMS(), notCut)
+	v.need(r.wallMS() >= 500-early, "it ended after %.0f ms, before its read limit", r.wallMS())
+	v.within(r.wallMS(), 500+slack, loadAllowance, "it ended after %.0f ms, well past its read limit", r.wallMS())
+	g.judge(name, v, "%s: phase %q after %.0f ms (want read, 500–%.0f ms)", what, o.Phase, r.wallMS(), 500+slack)
+}
+
+// checkCallTimes compares every elapsed_ms call reported with the wall time
+// the grader measured for its process and with what must have taken time:
+// the partner's delay, or the limit that cut the call.
+func (g *grader) checkCallTimes(outs map[string]callOut, runs map[string]run) {
+	var v verdict
+	var seen []string
+	for _, key := range []string{"done", "503", "read", "drip", "refused", "connect"} {
+		o, ok := outs[key]
+		if !ok {
+			continue
+		}
+		wall := runs[key].wallMS()
+		floor := map[string]float64{"done": 50, "read": 500 - early, "drip": 500 - early, "connect": 300 - early}[key]
+		if (key == "read" || key == "drip") && o.Phase != "read" || key == "connect" && o.Phase != "connect" || key == "done" && o.Phase != "done" {
+			floor = 0 // judged by its own property
+		}
+		seen = append(seen, fmt.Sprintf("%s %.1f of %.0f ms", key, o.ElapsedMS, wall))
+		v.need(o.ElapsedMS <= wall+rounding, "%s reported %.1f ms, more than the %.0f ms its process lived", key, o.ElapsedMS, wall)
+		v.need(o.ElapsedMS >= floor-rounding, "%s reported %.1f ms for a call that cannot have taken less than %.0f ms", key, o.ElapsedMS, floor)
+		v.within(wall, 2*(o.ElapsedMS+300), loadAllowance, "%s reported %.1f ms of a %.0f ms run", key, o.ElapsedMS, wall)
+	}
+	g.judge("call_elapsed_honest", v, "elapsed_ms reported of wall time measured: %s", strings.Join(seen, ", "))
 }
 
 // status is a JSON status or 0 for null.

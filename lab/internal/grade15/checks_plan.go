@@ -152,31 +152,30 @@ func (g *grader) checkReport(p plan, planOK bool) {
 		g.set("report_quotes_plan", len(absent) == 0, "%s", joinOr(absentList(absent), "the plan's numbers are quoted"))
 	}
 
+	var v verdict
 	var unquoted []string
 	for _, kind := range []string{"refused", "connect timeout", "read timeout"} {
 		if !quotedWithMS(text, probeRE[kind]) {
 			unquoted = append(unquoted, kind)
 		}
 	}
-	problems := []string{}
-	if len(unquoted) > 0 {
-		problems = append(problems, "no line names "+strings.Join(unquoted, ", ")+" with a time in ms")
+	v.need(len(unquoted) == 0, "no line names %s with a time in ms", strings.Join(unquoted, ", "))
+	if missing := g.unquotedProbeFile(text); missing != "" {
+		v.need(false, "%s", missing)
 	}
-	problems = append(problems, g.unquotedProbeFile(text)...)
-	g.set("report_quotes_probe", len(problems) == 0, "%s",
-		joinOr(problems, "refused, connect timeout and read timeout are quoted with their ms"))
+	g.judge("report_quotes_probe", v, "%s", joinOr(v.buts, "refused, connect timeout and read timeout are quoted with the ms of "+ProbeFile))
 }
 
-// unquotedProbeFile checks, when the answer keeps its probe output in
-// probe.json, that the report quotes its elapsed_ms values.
-func (g *grader) unquotedProbeFile(text string) []string {
+// unquotedProbeFile checks that the report quotes the elapsed_ms of each
+// row of the answer's saved probe run, probe.json; it says what is missing.
+func (g *grader) unquotedProbeFile(text string) string {
 	data, err := g.readAnswerFile(ProbeFile)
 	if err != nil {
-		return nil // optional file
+		return "there is no " + ProbeFile + " (your probe's saved output) for it to quote"
 	}
 	raws, err := probeRows(firstValue(data))
 	if err != nil {
-		return []string{ProbeFile + ": " + err.Error()}
+		return ProbeFile + ": " + err.Error()
 	}
 	var missing []string
 	for _, raw := range raws {
@@ -189,9 +188,9 @@ func (g *grader) unquotedProbeFile(text string) []string {
 		}
 	}
 	if len(missing) > 0 {
-		return []string{ProbeFile + " numbers not in the report: " + strings.Join(missing, ", ")}
+		return "the numbers of " + ProbeFile + " are not in it: " + strings.Join(missing, ", ")
 	}
-	return nil
+	return ""
 }
 
 func absentList(absent []string) []string {
@@ -218,11 +217,12 @@ func splitSections(text string) map[string]string {
 	return out
 }
 
-// hasNumber reports whether text contains v as a number (1200, 1 200 or 1,200 not needed:
-// the plain digits as in the plan).
+// hasNumber reports whether text contains v as a number of its own (1200,
+// 1 200 or 1,200 not needed: the plain digits as in the plan): 501 is not
+// found in 501.8, nor 500.8 in 1500.8.
 func hasNumber(text string, v float64) bool {
 	s := strconv.FormatFloat(v, 'f', -1, 64)
-	re := regexp.MustCompile(`(^|[^\d.])` + regexp.QuoteMeta(s) + `($|[^\d])`)
+	re := regexp.MustCompile(`(^|[^\d.])` + regexp.QuoteMeta(s) + `($|[^\d.]|\.($|[^\d]))`)
 	return re.MatchString(text)
 }
 

@@ -2,7 +2,12 @@ package grade15
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net"
+	"net/http"
+	"net/url"
+	"sync/atomic"
 	"time"
 
 	"quoteflowlab.dev/provider"
@@ -13,13 +18,20 @@ type lab struct {
 	server    *provider.Server
 	base      string // partner base URL, http://127.0.0.1:port
 	addr      string // partner host:port
-	blackhole string // blackhole host:port; "" when the system has none
+	blackhole string // blackhole host:port; "" when the system has none (or none was asked for)
 	closed    string // a loopback host:port nobody listens on
 }
 
-// startLab starts the provider on free loopback ports.
-func startLab() (*lab, error) {
-	s, err := provider.Start(provider.Options{LatencyScale: 1}, "127.0.0.1:0", "127.0.0.1:0")
+// startLab starts a provider on free loopback ports, with a blackhole when
+// withBlackhole. The main lab serves every tool; fanout and probe get a lab
+// of their own each, so that what the provider records (the log of calls
+// without a key, partner_paths, the blackhole's SYN drops) is theirs alone.
+func startLab(withBlackhole bool) (*lab, error) {
+	bh := ""
+	if withBlackhole {
+		bh = "127.0.0.1:0"
+	}
+	s, err := provider.Start(provider.Options{LatencyScale: 1}, "127.0.0.1:0", bh)
 	if err != nil {
 		return nil, err
 	}
@@ -38,6 +50,58 @@ func (l *lab) stop() {
 	l.server.Shutdown(ctx)
 }
 
+// stats is the lab's /stats, read in-process.
+func (l *lab) stats() provider.Stats { return l.server.Provider.Snapshot() }
+
+// partnerLog reads what the partner itself recorded for key: every /call
+// and /budget request with its arrival time, the X-Budget-Ms it carried and
+// how it ended. The grader grades from this log, never from what a tool
+// says it sent.
+func (l *lab) partnerLog(ctx context.Context, key string) (provider.PartnerLog, error) {
+	var out provider.PartnerLog
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.base+"/stats/partner?key="+url.QueryEscape(key), nil)
+	if err != nil {
+		return out, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return out, fmt.Errorf("reading the partner's log: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return out, fmt.Errorf("reading the partner's log: status %d", resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return out, fmt.Errorf("reading the partner's log: %w", err)
+	}
+	return out, nil
+}
+
+// settle waits (at most a second) until no call of key is still running in
+// the partner's log, and returns the log: a tool that hung up is seen as
+// gone by the partner a moment later.
+func (l *lab) settle(ctx context.Context, key string) (provider.PartnerLog, error) {
+	deadline := time.Now().Add(time.Second)
+	for {
+		log, err := l.partnerLog(ctx, key)
+		if err != nil || time.Now().After(deadline) || !running(log) {
+			return log, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func running(log provider.PartnerLog) bool {
+	for _, c := range log.Calls {
+		if c.End == "running" {
+			return true
+		}
+	}
+	return false
+}
+
 // closedPort returns a loopback address nobody listens on: it listens on a
 // free port and closes it again.
 func closedPort() (string, error) {
@@ -47,4 +111,11 @@ func closedPort() (string, error) {
 	}
 	addr := l.Addr().String()
 	return addr, l.Close()
+}
+
+var nonces atomic.Int64
+
+// nonce makes partner keys unique to one grading run and one use.
+func nonce() string {
+	return fmt.Sprintf("e15-%d-%d", time.Now().UnixNano(), nonces.Add(1))
 }

@@ -2,11 +2,17 @@
 //
 //	probe --base BASE --blackhole ADDR
 //
-// Print the three rows as a JSON array:
+// Print the three rows as a JSON array (an object holding them under
+// "rows" is accepted too):
 //
 //	[{"kind": "refused", "target", "elapsed_ms", "error"},
 //	 {"kind": "connect_timeout", ...},
 //	 {"kind": "read_timeout", ...}]
+//
+// Choose your own connect and read limits (flags with defaults are fine;
+// 0.5 s each is a good start). Save one run, made with no flags but --base
+// and --blackhole, as probe.json beside the tools: your report quotes it,
+// and the grader compares it with a run it makes itself.
 //
 // Rules:
 //

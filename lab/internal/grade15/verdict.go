@@ -1,0 +1,82 @@
+package grade15
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Timing tolerances, in ms. A limit never fires early by more than early; a
+// process may take up to slack longer than what it waited for (start-up and
+// scheduling on a busy two-core machine). A run that misses a bound by less
+// than loadAllowance may be the machine's fault: it is run again, and is
+// inconclusive when it misses again on a busy machine. A miss larger than
+// that, like a wrong phase or a number no clock could have measured, is the
+// tool's: every broken variant misses by more.
+const (
+	early         = 30.0
+	slack         = 700.0
+	loadAllowance = 2000.0
+	// rounding: a tool rounds its milliseconds (to 0.1 or to whole ms);
+	// a reported time may exceed what the grader measured by this much.
+	rounding = 2.0
+)
+
+// A verdict collects the conditions of one property that failed: one
+// clause each for the sentence, and whether any of them is more than a
+// timing bound missed by a little.
+type verdict struct {
+	buts []string
+	hard bool
+}
+
+// need records but when ok is false: a failure no load can explain.
+func (v *verdict) need(ok bool, but string, args ...any) bool {
+	if !ok {
+		v.add(fmt.Sprintf(but, args...))
+		v.hard = true
+	}
+	return ok
+}
+
+// within records but when measured exceeds bound. A miss by no more than
+// allowance is a timing miss (the machine may be to blame); a larger one
+// is a failure.
+func (v *verdict) within(measured, bound, allowance float64, but string, args ...any) bool {
+	if measured <= bound {
+		return true
+	}
+	v.add(fmt.Sprintf(but, args...))
+	if measured > bound+allowance {
+		v.hard = true
+	}
+	return false
+}
+
+// slow records but as a timing miss: the scenario could not test what it
+// meant to because the machine was slow (a correct tool under load may do
+// this), so the property is run again.
+func (v *verdict) slow(but string, args ...any) {
+	v.add(fmt.Sprintf(but, args...))
+}
+
+func (v *verdict) add(but string) {
+	if !slices.Contains(v.buts, but) {
+		v.buts = append(v.buts, but)
+	}
+}
+
+func (v *verdict) ok() bool { return len(v.buts) == 0 }
+
+// judge records the verdict on property name, with the observations as
+// its detail.
+func (g *grader) judge(name string, v verdict, format string, args ...any) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f := finding{ok: v.ok(), detail: fmt.Sprintf(format, args...)}
+	if !f.ok {
+		f.but = strings.Join(v.buts, "; and ")
+		f.timed = !v.hard
+	}
+	g.findings[name] = f
+}
