@@ -203,8 +203,9 @@ func TestSummaryNamesAFewFailures(t *testing.T) {
 // monitorSays is a machine monitor that always finds the machine busy, or never.
 type monitorSays bool
 
-func (m monitorSays) Mark() int                { return 0 }
-func (m monitorSays) Since(int) report.Machine { return report.Machine{LagP99MS: 1, Busy: bool(m)} }
+func (m monitorSays) Mark() int                            { return 0 }
+func (m monitorSays) Since(int) report.Machine             { return report.Machine{LagP99MS: 1, Busy: bool(m)} }
+func (m monitorSays) HeldBack(float64, time.Duration) bool { return bool(m) }
 
 // rerunCase grades every property as holding but call_done, whose first run
 // missed its bound by missBy ms; its re-run misses by againBy (0: holds).

@@ -45,6 +45,11 @@ func (g *grader) execWithin(parent context.Context, within time.Duration, tool s
 	}
 	var stdout runner.Buffer
 	res := runner.Run(parent, runner.Cmd{Name: bin, Args: args, Timeout: within, Stdout: &stdout})
+	if g.mon != nil && g.mon.HeldBack(res.Starved, res.Elapsed) {
+		g.mu.Lock()
+		g.heldBack = true
+		g.mu.Unlock()
+	}
 	r.wall = res.Elapsed
 	r.stdout, r.stderr = stdout.Bytes(), []byte(res.Output)
 	var err error
