@@ -51,7 +51,7 @@ var specs = []spec{
 	{"retry_waits_charged", "waits must be paid from the budget: stop with stopped_reason budget before a wait would leave no room for a call (the run within its budget + 700 ms)", "the run went past its budget", true},
 	{"retry_waits_real", "waits_ms must be the waits really slept: by the partner's clock, each attempt arrives at least the call's delay plus the reported wait (−2 ms) after the one before", "the run was shorter than its calls plus its reported waits", true},
 	{"retry_jitter", "waits must be full jitter, uniform in [0, cap]: of 60 waits of 30 clients failing together, one must be below 0.3 of its cap and one above 0.7 (a correct tool fails this with probability under 1e-6), and their first waits must differ", "", true},
-	{"retry_floor", "an attempt must not start with less than --min-ms left: 300 ms calls, a 1000 ms budget and --min-ms 350 allow at most 3 attempts at the partner, then stopped_reason budget", "", true},
+	{"retry_floor", "an attempt must not start with less than --min-ms left: 100 ms calls, a 1000 ms budget and --min-ms 700 allow at most 4 attempts at the partner, then stopped_reason budget", "", true},
 	{"retry_read_left", "each attempt's read limit must be the budget left, not the whole budget: a 700 ms call failing once under 1000 ms must have its second attempt cut (ok false, stopped_reason budget, within 1700 ms)", "", true},
 	{"retry_elapsed_honest", "retry's elapsed_ms must agree with the grader's clock and the partner's: at most its process's wall time (+2 ms), at least from the first attempt's arrival to the answer before the last attempt, and at least half the wall time less 300 ms", "", true},
 
