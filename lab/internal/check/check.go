@@ -10,8 +10,8 @@
 // Nothing in the student's tree is copied or changed; binaries and
 // generated files live in a cache directory (by default .lab/cache).
 //
-// Runs happen one at a time, so what runs has the machine to itself: the
-// answers observe timing. A machine monitor watches how busy the machine
+// The answer runs alone on the correct checkpoint, then on the mutants and
+// wheats two at a time: the answers observe timing, and mostly wait. A machine monitor watches how busy the machine
 // is; a run that goes wrong while it is busy is run again, and when it goes
 // wrong again the property is "inconclusive", never a failure.
 package check
@@ -29,6 +29,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"quoteflowlab.dev/lab/internal/course"
@@ -160,6 +161,7 @@ type checker struct {
 	o   Options
 	mon Monitor
 	r   *report.Report
+	mu  sync.Mutex // guards r's notes and machine figures while runs go at once
 }
 
 // builds are the binaries of one check: the main one (the schema, or the
@@ -295,9 +297,14 @@ func (c *checker) reference(ctx context.Context, b *builds) *report.Run {
 // variants runs the answer on each mutant and wheat.
 func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant) {
 	c.buildOwn(ctx, b, vs)
+	// Two runs at a time: each answer mostly waits on its fake suppliers,
+	// so two fit on a 2-core machine, and a run that a neighbour held back
+	// is caught by the busy check and run again.
+	sem := make(chan struct{}, runsAtOnce)
+	var wg sync.WaitGroup
 	for i, v := range vs {
 		if ctx.Err() != nil {
-			return
+			break
 		}
 		p := &c.r.Properties[i]
 		bin, env := b.main, ""
@@ -310,10 +317,25 @@ func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant)
 		} else {
 			env = b.schema.Select(v.Name)
 		}
-		wantPass := v.Kind == variant.Wheat
-		res := c.judge(ctx, string(v.Kind)+" "+v.Name, bin, env, wantPass, v.Required)
-		setProp(p, v, res, c.o.Timeout)
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			wantPass := v.Kind == variant.Wheat
+			res := c.judge(ctx, string(v.Kind)+" "+v.Name, bin, env, wantPass, v.Required)
+			setProp(p, v, res, c.o.Timeout)
+		})
 	}
+	wg.Wait()
+}
+
+// runsAtOnce is how many mutant and wheat runs share the machine.
+const runsAtOnce = 2
+
+// note adds a note to the report; runs that go at once share it.
+func (c *checker) note(s string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.r.Notes = append(c.r.Notes, s)
 }
 
 // buildOwn builds the variants that need a build of their own, two at a
@@ -414,13 +436,13 @@ func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass, de
 			again, busyAgain := c.run(ctx, bin, env)
 			m := c.mon.Since(0)
 			if good(again) {
-				c.r.Notes = append(c.r.Notes, fmt.Sprintf("%s: the first run went wrong while the machine was busy (%s); it was run again and went right.", what, describe(m, res)))
+				c.note(fmt.Sprintf("%s: the first run went wrong while the machine was busy (%s); it was run again and went right.", what, describe(m, res)))
 				res = again
 			} else if wantPass && busyAgain {
 				// A correct build failed twice, held back both times: that
 				// says nothing about the answer.
 				j.busy = true
-				c.r.Notes = append(c.r.Notes, fmt.Sprintf("%s: went wrong twice while the machine was too busy to judge timing (%s).", what, describe(m, again)))
+				c.note(fmt.Sprintf("%s: went wrong twice while the machine was too busy to judge timing (%s).", what, describe(m, again)))
 			}
 			// A mutant the answer let through twice stays missed: load
 			// slows a program down, it does not make a test pass.
@@ -459,9 +481,11 @@ func (c *checker) run(ctx context.Context, bin, env string) (runner.Result, bool
 		cmd.Env = []string{env}
 	}
 	res := runner.Run(ctx, cmd)
+	c.mu.Lock()
 	if res.Starved > c.r.MaxStarved() {
 		c.r.SetMaxStarved(res.Starved)
 	}
+	c.mu.Unlock()
 	return res, c.mon.Since(mark).Busy || c.mon.HeldBack(res.Starved, res.Elapsed)
 }
 
