@@ -11,9 +11,9 @@
 // generated files live in a cache directory (by default .lab/cache).
 //
 // The answer runs alone on the correct checkpoint, then on the mutants and
-// wheats two at a time: the answers observe timing, and mostly wait. A machine monitor watches how busy the machine
-// is; a run that goes wrong while it is busy is run again, and when it goes
-// wrong again the property is "inconclusive", never a failure.
+// wheats two at a time (the answers observe timing, and mostly wait). A run
+// that goes wrong while the machine held it back is run again; a correct
+// build that goes wrong again is "inconclusive", never a failure.
 package check
 
 import (
