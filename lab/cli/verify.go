@@ -282,7 +282,7 @@ type testResult struct {
 
 // goTestJSON runs `go test -json args` in dir and reads its events.
 func goTestJSON(ctx context.Context, dir, env string, args ...string) *testRun {
-	var out runner.Buffer
+	out := runner.Buffer{Limit: 256 << 20} // every event: a cut stream loses the tests' results
 	res := runner.Run(ctx, runner.Cmd{
 		Name: runner.GoCommand(), Args: append([]string{"test", "-json"}, args...),
 		Dir: dir, Env: []string{env}, Timeout: testTimeout, Stdout: &out,

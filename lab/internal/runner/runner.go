@@ -178,9 +178,10 @@ func Exe(name string) string {
 	return name
 }
 
-// Buffer keeps the first MaxOutput bytes written to it; it is safe for
-// the two writers (stdout, stderr) exec uses.
+// Buffer keeps the first Limit bytes written to it (MaxOutput when Limit
+// is 0); it is safe for the two writers (stdout, stderr) exec uses.
 type Buffer struct {
+	Limit     int
 	mu        sync.Mutex
 	buf       bytes.Buffer
 	truncated bool
@@ -191,7 +192,11 @@ type Buffer struct {
 func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if room := MaxOutput - b.buf.Len(); len(p) > room {
+	limit := b.Limit
+	if limit <= 0 {
+		limit = MaxOutput
+	}
+	if room := limit - b.buf.Len(); len(p) > room {
 		b.buf.Write(p[:max(room, 0)])
 		b.truncated = true
 	} else {

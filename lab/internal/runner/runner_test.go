@@ -115,3 +115,16 @@ func TestStarvationIsMeasuredPerChild(t *testing.T) {
 		t.Errorf("a crowding child waited only %.2f of its wall time (summed over threads); want well over 1", crowd.Starved)
 	}
 }
+
+// A Buffer with a Limit keeps that much: lab verify reads every event of a
+// long go test -json run through one.
+func TestBufferLimit(t *testing.T) {
+	b := Buffer{Limit: 3 * MaxOutput}
+	chunk := []byte(strings.Repeat("x", 1024))
+	for range 2 * MaxOutput / 1024 {
+		b.Write(chunk)
+	}
+	if n := len(b.Bytes()); n != 2*MaxOutput {
+		t.Fatalf("kept %d bytes of %d under a limit of %d", n, 2*MaxOutput, 3*MaxOutput)
+	}
+}
