@@ -1,12 +1,12 @@
 // Package machine tells a wrong answer from a busy machine. A Monitor
-// samples, every 10 ms while a check runs, how late a 10 ms timer fires
-// in the lab's own process and (on Linux) the kernel's CPU pressure: the
-// share of time some task was ready to run but waited for a CPU. The
-// second is what matters for an answer: a waking timer is favoured by the
-// scheduler and fires on time on a loaded machine, while an answer's
-// goroutines get a small share of the CPUs. A correct answer whose timed check fails while the machine
-// is that busy is re-run; when it fails again, the verdict is
-// "inconclusive", never "failed".
+// samples, every 10 ms while a check runs, how late a 10 ms timer fires in
+// the lab's own process and (on Linux) the kernel's machine-wide CPU
+// pressure, which is reported but does not decide: a loaded machine can
+// still serve an answer that mostly waits promptly. What decides is whether
+// the run itself was held back (HeldBack: its own threads waited for a CPU,
+// measured by the runner) or the lab's timer fired late. A correct build
+// that fails while the answer was held back is re-run; when it fails again,
+// held back again, the verdict is "inconclusive", never "failed".
 package machine
 
 import (
