@@ -9,15 +9,15 @@ import (
 	"path/filepath"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/check"
 	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/grade15"
+	"quoteflowlab.dev/lab/internal/grade/measured"
+	"quoteflowlab.dev/lab/internal/grade/mutation"
 	"quoteflowlab.dev/lab/internal/report"
 )
 
 // checkRequest is a parsed `lab check` command line.
 type checkRequest struct {
-	opts    check.Options
+	opts    mutation.Options
 	variant string // measured exercises, instructors: a broken variant to grade
 	asJSON  bool
 }
@@ -59,9 +59,9 @@ func runChecked(ctx context.Context, req checkRequest, stderr io.Writer) report.
 	defer slow.Stop()
 	switch l.Method {
 	case report.Measured:
-		return grade15.Check(ctx, req.opts, req.variant)
+		return measured.Check(ctx, req.opts, req.variant)
 	default:
-		return check.Mutants(ctx, req.opts)
+		return mutation.Mutants(ctx, req.opts)
 	}
 }
 
@@ -76,7 +76,7 @@ func checkOptions(args []string, stderr io.Writer) (req checkRequest, code int, 
 		"so they import the checkpoints as usual). E15's answer outside the repository must be a\n"+
 		"module of its own (a go.mod in the folder)")
 	fs.BoolVar(&req.asJSON, "json", false, "print the report as one JSON document (schema_version "+fmt.Sprint(report.SchemaVersion)+"; see the README)")
-	timeout := fs.Duration("timeout", check.DefaultTimeout, "kill a run of the answer after this long (E15: the grader bounds each tool run itself)")
+	timeout := fs.Duration("timeout", mutation.DefaultTimeout, "kill a run of the answer after this long (E15: the grader bounds each tool run itself)")
 	repeat := fs.Int("repeat", 1, "run the answer `N` times on every build: an answer whose result changes is reported flaky")
 	separate := fs.Bool("separate", false, "instructors: build each mutant and wheat on its own instead of in one mutant schema (slower)")
 	variant := fs.String("variant", "", "instructors, measured exercises (E15): grade the answer with the broken variant `NAME`\n"+
@@ -108,10 +108,10 @@ func checkOptions(args []string, stderr io.Writer) (req checkRequest, code int, 
 	if !ok {
 		return req, 1, false
 	}
-	req.opts = check.Options{Root: root, Lesson: lesson, Answer: lesson.Starter, Timeout: *timeout, Repeat: *repeat, Separate: *separate}
+	req.opts = mutation.Options{Root: root, Lesson: lesson, Answer: lesson.Starter, Timeout: *timeout, Repeat: *repeat, Separate: *separate}
 	req.variant = *variant
 	if *variant != "" {
-		v, err := grade15.Variant(root, lesson, *variant)
+		v, err := measured.Variant(root, lesson, *variant)
 		if err != nil {
 			return req, usageError(fs, stderr, "%v", err), false
 		}
@@ -129,7 +129,7 @@ func checkOptions(args []string, stderr io.Writer) (req checkRequest, code int, 
 	}
 	wd, err := os.Getwd()
 	if err == nil {
-		req.opts.Answer, err = check.ResolveAnswer(root, wd, *answer)
+		req.opts.Answer, err = mutation.ResolveAnswer(root, wd, *answer)
 	}
 	if err == nil && lesson.Method == report.Measured && filepath.IsAbs(req.opts.Answer) {
 		if _, serr := os.Stat(filepath.Join(req.opts.Answer, "go.mod")); serr != nil {

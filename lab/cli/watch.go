@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/check"
 	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/grade15"
+	"quoteflowlab.dev/lab/internal/grade/measured"
+	"quoteflowlab.dev/lab/internal/grade/mutation"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/watch"
 )
@@ -39,7 +39,7 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 	poll := fs.Bool("poll", false, "notice changes by scanning the folder instead of by file events: for folders where\n"+
 		"events never arrive (a Windows drive under WSL2, network and synced folders, some editors)")
 	interval := fs.Duration("poll-interval", watch.DefaultInterval, "how often --poll scans (also used when file events cannot be set up)")
-	timeout := fs.Duration("timeout", check.DefaultTimeout, "kill a run of the answer after this long, as for lab check")
+	timeout := fs.Duration("timeout", mutation.DefaultTimeout, "kill a run of the answer after this long, as for lab check")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -302,7 +302,7 @@ func watched(l course.Lesson) func(rel string) bool {
 		if l.Method != report.Measured {
 			return false
 		}
-		return rel == grade15.PlanFile || rel == grade15.ReportFile
+		return rel == measured.PlanFile || rel == measured.ReportFile
 	}
 }
 
@@ -310,7 +310,7 @@ func watched(l course.Lesson) func(rel string) bool {
 func modeLine(l course.Lesson, shown string, w *watch.Watcher) string {
 	what := ".go files"
 	if l.Method == report.Measured {
-		what = ".go files, " + grade15.PlanFile + ", " + grade15.ReportFile
+		what = ".go files, " + measured.PlanFile + ", " + measured.ReportFile
 	}
 	switch {
 	case w.Mode == watch.Events:

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/grade15"
+	"quoteflowlab.dev/lab/internal/grade/measured"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/variant"
 )
@@ -56,7 +56,7 @@ func TestEveryLessonIsComplete(t *testing.T) {
 				if required < 2 {
 					t.Errorf("%s: %d broken variants in %s; the grader must be proven against at least 2", l.Exercise, required, l.Checks)
 				}
-				if !grade15.IsRequiredProperty("build_call") {
+				if !measured.IsRequiredProperty("build_call") {
 					t.Errorf("%s: the grader has no required properties", l.Exercise)
 				}
 			default:

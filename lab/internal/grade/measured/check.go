@@ -1,4 +1,4 @@
-package grade15
+package measured
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"quoteflowlab.dev/lab/internal/check"
 	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/grade/mutation"
 	"quoteflowlab.dev/lab/internal/machine"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/variant"
@@ -19,7 +19,7 @@ import (
 // broken variant's name (instructors, --variant), that variant of the
 // reference tools is swapped in through an overlay first; the answer's
 // files stay as they are.
-func Check(ctx context.Context, o check.Options, variantName string) report.Report {
+func Check(ctx context.Context, o mutation.Options, variantName string) report.Report {
 	if o.Answer == "" {
 		o.Answer = o.Lesson.Starter
 	}
@@ -99,7 +99,7 @@ func Variant(root string, l course.Lesson, name string) (variant.Variant, error)
 }
 
 // decide sets the verdict, its sentence and the next step.
-func decide(r *report.Report, res Result, o check.Options, v variant.Variant) {
+func decide(r *report.Report, res Result, o mutation.Options, v variant.Variant) {
 	again := o.Again()
 	switch {
 	case res.NotStarted:

@@ -1,4 +1,4 @@
-package grade15
+package measured
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 	"quoteflowlab.dev/lab/internal/report"
 )
 
-// repoRoot is the repository root, three levels above this package.
+// repoRoot is the repository root, four levels above this package.
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-// Package grade15 grades exercise E15, the time-budget tools of lesson 15.
+// Package measured grades exercise E15, the time-budget tools of lesson 15.
 //
 // Grade builds the five tools (call, deadline, retry, fanout, probe) found in
 // an answer directory, starts the provider lab in-process on free loopback
@@ -10,7 +10,7 @@
 // `lab check E15 [--answer DIR]` reaches Grade through Check, which this
 // package registers for E15 when the lab command links it in; Result.Write
 // renders a Result for any other caller.
-package grade15
+package measured
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package grade15
+package measured
 
 // A spec names one property: what it demands and, when the demand alone
 // does not say it, what a failure means.

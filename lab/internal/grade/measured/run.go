@@ -1,4 +1,4 @@
-package grade15
+package measured
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-// Package check grades an exercise whose answer is a test (method
+// Package mutation grades an exercise whose answer is a test (method
 // "mutants"): the answer must pass on the correct checkpoint and on every
 // wheat (a checkpoint changed in a way its contract allows), and fail on
 // every mutant (a checkpoint with one bug).
@@ -14,7 +14,7 @@
 // wheats two at a time (the answers observe timing, and mostly wait). A run
 // that goes wrong while the machine held it back is run again; a correct
 // build that goes wrong again is "inconclusive", never a failure.
-package check
+package mutation
 
 import (
 	"context"
