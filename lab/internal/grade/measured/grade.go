@@ -130,6 +130,11 @@ func Grade(ctx context.Context, opts Options) Result {
 		return g.result(start)
 	}
 	defer lab.stop()
+	if err := lab.startStatuses(); err != nil {
+		g.failAll("starting the status server: " + err.Error())
+		wg.Wait()
+		return g.result(start)
+	}
 	g.lab = lab
 	g.progress("provider lab on %s, blackhole %s", lab.base, lab.blackhole)
 

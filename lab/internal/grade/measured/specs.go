@@ -37,12 +37,16 @@ var specs = []spec{
 	{"call_refused", "a refused connection must end at once in phase connect: the partner was never reached", "", true},
 	{"call_elapsed_honest", "call's elapsed_ms must be the call's time by the grader's clock: at most its process's wall time (+2 ms of rounding), at least the partner's delay or the limit that cut the call (−30 ms), and at least half the wall time less 300 ms", "", true},
 
+	{"call_model", "every field of every call run (each parameter on both sides of its boundary, received 404, 429 and 503, the defaults, and a seeded random set) must be what the contract makes of that run: ok, status, phase, error and elapsed_ms, by the grader's clock", "", true},
+
 	{"deadline_json", `deadline must print {"budget_ms","calls":[{url,ok,phase,elapsed_ms,read_timeout_ms}],"skipped","total_ms","exceeded"} with one call per --url`, "", true},
 	{"deadline_read_limit", "the read limit must be the budget left when the call starts, by the partner's clock: the budget less the time since the first call arrived, +15/−500 ms", "a later call got more than was left, as if every call got the full budget", true},
 	{"deadline_budget_cut", "a slow call must be cut when the budget runs out (phase read, exceeded true, the run ends within its budget + 700 ms)", "the run went past its budget", true},
 	{"deadline_floor", "a call with less than --min-ms left must not start (phase no_budget, elapsed 0, counted in skipped)", "a call was started with no budget left", true},
 	{"deadline_connect_budget", "pointed at the blackhole with --connect 6 and a budget of 800 ms, the connect phase must end with the budget (phase connect, the run within 770–1500 ms) and the next call must not start (no_budget)", "", true},
 	{"deadline_times_honest", "deadline's times must agree with the grader's clock and the partner's: total_ms at most the process's wall time (+2 ms) and at least half of it less 300 ms, the calls' elapsed_ms adding up to no more than total_ms, and no answered call shorter than the partner's delay", "", true},
+
+	{"deadline_model", "every field of every deadline run (all calls answered, none, the blackhole under budgets above and below the connect limit, a received 404, no optional flags, and a seeded random set) must be what the contract makes of that run: budget_ms, each call's url, ok, phase, elapsed_ms and read_timeout_ms, skipped, total_ms and exceeded (false as well as true)", "", true},
 
 	{"retry_json", `retry must print {"ok","attempts","elapsed_ms","waits_ms":[...],"stopped_reason"}`, "", true},
 	{"retry_recovers", "a call that fails once must be retried and succeed: ok true, 2 attempts, one wait, stopped_reason ok", "", true},
@@ -61,11 +65,15 @@ var specs = []spec{
 	{"fanout_budget_cut", "a fanout that runs out of budget (500 ms, four calls of 200 ms) must cut the call it cannot finish (never read an answer after its budget: up to 100 ms late is a timing miss, more a failure) and send none with nothing left, ending within 1200 ms", "", true},
 	{"fanout_elapsed_honest", "fanout's elapsed_ms must agree with the grader's clock and the partner's: each call at most the process's wall time, together at most that (+2 ms) and at least half of it less 300 ms, and no answered call under the partner's 200 ms", "", true},
 
+	{"fanout_model", "every field of every fanout run (a budget that fits the calls, one that runs out, --connect left to its default, and a seeded random set) must be what the contract makes of that run: each call's sent_budget_ms the budget left by the grader's clock from the tool's start to the call's arrival, received what the partner echoed, elapsed_ms within the partner's work and the run", "", true},
+
 	{"probe_rows", `probe must print three rows {"kind","target","elapsed_ms","error"} (a JSON array, or an object with them in "rows"): refused, connect_timeout, read_timeout`, "", true},
 	{"probe_targets", "probe must aim refused at a closed loopback port, connect_timeout at --blackhole and read_timeout at the partner --base", "", true},
 	{"probe_timings", "a refused connection must fail at once, while a connect timeout and a read timeout each wait for their limit; the rows must add up to the probe's run by the grader's clock (at most its wall time + 2 ms, at least half of it less 300 ms)", "", true},
 	{"probe_contacted", "probe must really make its calls, as the provider saw them: a request at the partner, a SYN dropped at the blackhole; a closed port keeps no record, so the refused row is judged by its timing and by its target refusing a connection now", "", true},
 	{"probe_saved", "probe.json must be your probe's saved output (same rows, loopback targets) and plausible against the probe the grader runs: refused within 100 ms, each timeout at least 75 % of the live one less 50 ms and at most twice it plus 500 ms", "", true},
+
+	{"probe_model", "every field of probe's rows must be what the contract makes of them: the three kinds once each, each target where it belongs, an error text for each, elapsed_ms within the limits and the run", "", true},
 
 	{"plan_shape", `budget_plan.json must have total_ms, reserve_ms, worst_case_ms and at least 3 calls with name, budget_ms, max_attempts`, "", true},
 	{"plan_reserve", "the plan's reserve_ms must be at least 100 ms for our own work (encoding, rendering)", "", true},
