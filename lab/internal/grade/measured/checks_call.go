@@ -51,7 +51,7 @@ var callProps = []string{"call_json", "call_done", "call_http_error", "call_read
 	"call_connect_phase", "call_connect_limit", "call_refused", "call_elapsed_honest", "call_model"}
 
 // randomCalls is how many call runs of random parameters each grading adds.
-const randomCalls = 6
+const randomCalls = 3
 
 // checkCall runs call against a quick 200, a 503, a slow answer, an answer
 // whose body trickles, the blackhole and a closed port.

@@ -35,7 +35,7 @@ var (
 )
 
 // randomDeadlines is how many deadline runs of random parameters each grading adds.
-const randomDeadlines = 4
+const randomDeadlines = 2
 
 // A deadline scenario: its budget and the partner delay of each --url (0
 // for the blackhole).

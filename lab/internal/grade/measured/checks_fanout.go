@@ -26,7 +26,7 @@ var (
 )
 
 // randomFanoutRuns is how many fanout runs of random parameters each grading adds.
-const randomFanoutRuns = 2
+const randomFanoutRuns = 1
 
 // fanoutWork is the partner's work per call: fanout calls BASE/budget?ms=200.
 const fanoutWork = 200.0

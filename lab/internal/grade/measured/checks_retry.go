@@ -112,7 +112,7 @@ const (
 	jitterRuns     = 20
 	jitterParallel = 20
 	jitterMinWaits = 50
-	randomRetries  = 4
+	randomRetries  = 3
 )
 
 var jitterJob = retryJob{callMS: 0, fail: 100, budgetMS: 5000, attempts: 4, baseMS: 200, connect: 1}
@@ -282,15 +282,15 @@ func (g *grader) checkWaitCaps(res map[string]*retried) {
 		case allow < 0:
 			v.slow("a wait was larger than its cap")
 		case excess > allow:
-			v.need(false, "%s: the waits %v went %.0f ms over their caps %s (+%.0f ms each), more than the %.0f ms its threads waited for a CPU: no late timer explains it",
+			v.need(false, "a wait was larger than its cap (%s: the waits %v went %.0f ms over their caps %s, +%.0f ms each, more than the %.0f ms its threads waited for a CPU: no late timer explains it)",
 				name, x.out.WaitsMS, excess, capsText(base, len(x.out.WaitsMS)), capLateness, x.run.starvedMS)
 		default:
 			over = over[:len(over)-countOver(x.out.WaitsMS, base)] // late by no more than the CPU made it
 		}
 	}
 	if n := jitterClients(res); n >= jitterRuns/2 {
-		v.need(grows[1], "no jitter client's second wait was over the first cap (200 ms): the caps do not double")
-		v.need(grows[2], "no jitter client's third wait was over the second cap (400 ms): the caps do not double")
+		v.need(grows[1], "no jitter client's second wait was over the first cap (200 ms): the cap does not double")
+		v.need(grows[2], "no jitter client's third wait was over the second cap (400 ms): the cap does not double")
 	}
 	g.judge("retry_wait_caps", v, "%s", joinOr(shortList(over, 6), fmt.Sprintf("%d waits, each within its cap (+%.0f ms, or as late as the CPU made it); the jitter clients' caps doubled", waits, capLateness)))
 }

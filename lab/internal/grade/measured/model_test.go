@@ -285,3 +285,32 @@ func cutField(field string) (outer, inner string, nested bool) {
 }
 
 func same(a, b any) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
+
+// TestRetryShareArithmetic: the retries' share must write each retrying
+// call's worst case as attempts × per-attempt limit + the wait caps, and
+// every sum it writes must add up.
+func TestRetryShareArithmetic(t *testing.T) {
+	p := plan{Calls: []planCall{
+		{Name: "profile", BudgetMS: ptr(250.0), MaxAttempts: ptr(1.0)},
+		{Name: "quotes", BudgetMS: ptr(700.0), MaxAttempts: ptr(2.0)},
+	}}
+	for _, tc := range []struct {
+		text string
+		ok   bool
+	}{
+		{"quotes: 2 × 300 ms + 1 × 100 ms (the wait cap) = 700 ms.", true},
+		{"quotes: 2 x 300 ms + 100 ms = 700 ms, and 3 more would add 300 ms + a 200 ms wait cap.", true},
+		{"quotes: attempts × wait cap = 2 × 100 ms = 200 ms.", false},       // the wrong formula
+		{"quotes: 2 × 300 ms + 100 ms = 800 ms.", false},                    // does not add up
+		{"quotes: 2 × 350 ms + 100 ms = 800 ms.", false},                    // over its budget
+		{"the retrying call: 2 × 300 ms + 100 ms = 700 ms.", false},         // names no call
+		{"quotes: 2 × 300 ms = 600 ms, plus waits.", false},                 // no waits in the sum
+		{"quotes retries: 2 × 300 ms + 100 ms = 700 ms; 1 + 1 = 3.", false}, // a wrong sum elsewhere
+	} {
+		g := &grader{findings: map[string]finding{}}
+		g.checkRetryShare(p, tc.text)
+		if f := g.findings["report_retry_share"]; f.ok != tc.ok {
+			t.Errorf("%q: ok %v, want %v (%s: %s)", tc.text, f.ok, tc.ok, f.detail, f.but)
+		}
+	}
+}
