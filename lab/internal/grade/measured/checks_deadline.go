@@ -304,7 +304,7 @@ func (g *grader) checkDeadlineModel(cases map[string]deadlineCase, urls map[stri
 		for _, e := range jobs[name].log.Calls {
 			log = append(log, arrival{e.ArrivalMs})
 		}
-		m := newModel(&v, cases[name].String()).of(runs[name])
+		m := newModel(&v, cases[name].String())
 		modelDeadline(m, cases[name], urls[name], o, runs[name], log)
 		unseen = append(unseen, checkFields("deadline", m)...)
 	}

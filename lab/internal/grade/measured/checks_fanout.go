@@ -166,7 +166,14 @@ func (g *grader) checkFanoutHeader(cases map[string]*fanned) {
 		if !v.need(missing == 0, "the partner did not receive it (%d of %d calls carried no X-Budget-Ms)", missing, len(c.log)) {
 			continue
 		}
-		if !v.need(len(c.log) == len(c.made), "the partner received %d calls where fanout reports %d sent", len(c.log), len(c.made)) {
+		if len(c.log) != len(c.made) {
+			if lostInTransit(c) {
+				// A call sent with little left can be cut before a busy
+				// machine delivers it: the partner never sees it.
+				v.slow("the partner received %d calls where fanout reports %d sent (the last ones cut before they arrived)", len(c.log), len(c.made))
+			} else {
+				v.need(false, "the partner received %d calls where fanout reports %d sent", len(c.log), len(c.made))
+			}
 			continue
 		}
 		for i, e := range c.log {
@@ -286,4 +293,19 @@ func joinOr(problems []string, fine string) string {
 		return fine
 	}
 	return strings.Join(problems, "; ")
+}
+
+// lostInTransit reports whether the calls fanout says it sent and the
+// partner never received are its last ones, unanswered, with less than a
+// second of budget each: calls a busy machine may cut before they arrive.
+func lostInTransit(c *fanned) bool {
+	if len(c.log) >= len(c.made) {
+		return false
+	}
+	for _, m := range c.made[len(c.log):] {
+		if m.Received != nil || m.SentBudgetMS >= 1000 {
+			return false
+		}
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package measured
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -23,19 +24,10 @@ type model struct {
 	v    *verdict
 	run  string          // names the run in every clause
 	seen map[string]bool // fields compared in this run
-	// allow is how far a timing bound may be missed before the miss is the
-	// tool's (allowFor the run).
-	allow float64
 }
 
 func newModel(v *verdict, run string) *model {
-	return &model{v: v, run: run, seen: map[string]bool{}, allow: loadAllowance}
-}
-
-// of sets the run whose time the model judges.
-func (m *model) of(r run) *model {
-	m.allow = allowFor(r)
-	return m
+	return &model{v: v, run: run, seen: map[string]bool{}}
 }
 
 // need compares field: a mismatch no load can cause.
@@ -44,11 +36,14 @@ func (m *model) need(field string, ok bool, format string, args ...any) bool {
 	return m.v.need(ok, "%s: %s %s", m.run, field, fmt.Sprintf(format, args...))
 }
 
-// within compares field against a timing bound: a miss by less than
-// loadAllowance may be the machine's doing.
+// within compares field against a timing bound. The model's timing bounds
+// are timing misses only, never more: the facts no load can change (a
+// phase, a status, a count, a time shorter than the work it reports, the
+// partner's log) are its hard comparisons; how long a run may take is
+// judged hard by the property named after it, with its allowance.
 func (m *model) within(field string, measured, bound float64, format string, args ...any) bool {
 	m.seen[field] = true
-	return m.v.within(measured, bound, m.allow, "%s: %s %s", m.run, field, fmt.Sprintf(format, args...))
+	return m.v.within(measured, bound, math.Inf(1), "%s: %s %s", m.run, field, fmt.Sprintf(format, args...))
 }
 
 // slow records a field that differs from the model in the way a slow

@@ -130,8 +130,8 @@ var callCases = map[string]callCase{
 	"connect_over_read": {target: "blackhole", connect: 0.8, read: 0.2},
 	// A call slower than the connect limit, under a long read limit: done.
 	"slow_over_connect": {target: "partner", delayMS: 700, connect: 0.2, read: 3},
-	"404":               {target: "status", code: 404, connect: 1, read: 1},
-	"429":               {target: "status", code: 429, read: 1},
+	"404":               {target: "status", code: 404, connect: 1, read: 3},
+	"429":               {target: "status", code: 429, read: 3},
 	"defaults":          {target: "partner", delayMS: 30},
 	"defaults_hole":     {target: "blackhole"},
 }
@@ -238,7 +238,7 @@ func (g *grader) checkCallModel(cases map[string]callCase, outs map[string]callO
 			continue
 		}
 		names = append(names, name)
-		m := newModel(&v, cases[name].String()).of(runs[name])
+		m := newModel(&v, cases[name].String())
 		modelCall(m, cases[name], o, runs[name])
 		unseen = append(unseen, checkFields("call", m)...)
 	}

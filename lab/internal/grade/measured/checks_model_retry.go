@@ -162,7 +162,7 @@ func (g *grader) checkRetryModel(res map[string]*retried, seed uint64) {
 	for _, name := range sortedNames(res) {
 		x := res[name]
 		names = append(names, name)
-		m := newModel(&v, x.job.String()).of(x.run)
+		m := newModel(&v, x.job.String())
 		modelRetry(m, x)
 		unseen = append(unseen, checkFields("retry", m)...)
 	}

@@ -112,7 +112,7 @@ func (g *grader) checkProbe(ctx context.Context) {
 	g.checkSaved(byKind)
 
 	var mv verdict
-	m := newModel(&mv, "probe").of(r)
+	m := newModel(&mv, "probe")
 	modelProbe(m, []probeRow{ref, ct, rt}, l.addr, l.blackhole, r)
 	g.modelJudge("probe_model", "probe", mv, []string{"probe"}, checkFields("probe", m), 0)
 }

@@ -49,7 +49,7 @@ func fixtures() map[string][]fixture {
 		r := quietRun(o.ElapsedMS + 20)
 		fx["call"] = append(fx["call"], fixture{"call " + name, o, func(out any) (bool, map[string]bool, []string) {
 			var v verdict
-			m := newModel(&v, name).of(r)
+			m := newModel(&v, name)
 			modelCall(m, c, *out.(*callOut), r)
 			return v.ok(), m.seen, v.buts
 		}})
@@ -93,7 +93,7 @@ func fixtures() map[string][]fixture {
 		r := quietRun(o.TotalMS + 20)
 		fx["deadline"] = append(fx["deadline"], fixture{"deadline " + name, o, func(out any) (bool, map[string]bool, []string) {
 			var v verdict
-			m := newModel(&v, name).of(r)
+			m := newModel(&v, name)
 			modelDeadline(m, c, urls, *out.(*deadlineOut), r, log)
 			return v.ok(), m.seen, v.buts
 		}})
@@ -114,7 +114,7 @@ func fixtures() map[string][]fixture {
 		fx["retry"] = append(fx["retry"], fixture{"retry " + name, o, func(out any) (bool, map[string]bool, []string) {
 			var v verdict
 			x := &retried{job: j, run: r, out: *out.(*retryOut), log: log}
-			m := newModel(&v, name).of(r)
+			m := newModel(&v, name)
 			modelRetry(m, x)
 			return v.ok(), m.seen, v.buts
 		}})
@@ -147,7 +147,7 @@ func fixtures() map[string][]fixture {
 			var v verdict
 			cc := *c
 			cc.out = *out.(*fanoutOut)
-			m := newModel(&v, name).of(cc.run)
+			m := newModel(&v, name)
 			modelFanout(m, &cc)
 			return v.ok(), m.seen, v.buts
 		}})
@@ -163,7 +163,7 @@ func fixtures() map[string][]fixture {
 	fx["probe"] = []fixture{{"probe", rows, func(out any) (bool, map[string]bool, []string) {
 		var v verdict
 		r := quietRun(1100)
-		m := newModel(&v, "probe").of(r)
+		m := newModel(&v, "probe")
 		modelProbe(m, out.(*probeOut).Rows, l.addr, l.blackhole, r)
 		return v.ok(), m.seen, v.buts
 	}}}
