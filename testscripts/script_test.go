@@ -279,16 +279,16 @@ func cmdStarter(ts *testscript.TestScript, neg bool, args []string) {
 	l, err := cli.Lesson(args[0])
 	ts.Check(err)
 	repo, dir := ts.Getenv("REPO"), ts.MkAbs(args[1])
-	list, err := exec.Command("git", "-C", repo, "ls-tree", "-r", "--name-only", "HEAD", "--", l.Starter).Output()
+	list, err := exec.Command("git", "-C", repo, "ls-tree", "-r", "--name-only", "HEAD", "--", l.Starter()).Output()
 	if err != nil || len(list) == 0 {
-		ts.Logf("not a git checkout (%v): copying the working tree's %s", err, l.Starter)
-		ts.Check(copyTree(filepath.Join(repo, filepath.FromSlash(l.Starter)), dir))
+		ts.Logf("not a git checkout (%v): copying the working tree's %s", err, l.Starter())
+		ts.Check(copyTree(filepath.Join(repo, filepath.FromSlash(l.Starter())), dir))
 		return
 	}
 	for name := range strings.SplitSeq(strings.TrimSpace(string(list)), "\n") {
 		data, err := exec.Command("git", "-C", repo, "show", "HEAD:"+name).Output()
 		ts.Check(err)
-		dst := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(name, l.Starter+"/")))
+		dst := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(name, l.Starter()+"/")))
 		ts.Check(os.MkdirAll(filepath.Dir(dst), 0o755))
 		ts.Check(os.WriteFile(dst, data, 0o644))
 	}
