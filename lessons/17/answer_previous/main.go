@@ -35,7 +35,7 @@
 // the deadline stops the job at once as rate_limited, queued.
 //
 // Every wait is bounded: each basket runs under a 3 s context, and the fake's
-// slowest answer is 2 s. The whole run takes about 2 s. The clock is read
+// slowest answer is 2 s. The whole run takes about 3 s. The clock is read
 // only against bounds a busy machine cannot blur: a wait can end late but
 // never early, so "not before Retry-After" and "not all at the cap" are
 // exact for a broken service, and a correct one passes unless the machine
@@ -123,7 +123,7 @@ func oneLimitForEveryBasket(dir string) error {
 	}
 	if p := fake.peak(); p > outbound {
 		return fmt.Errorf("two baskets at once had %d calls at the suppliers at the same time, more than the limit of %d: "+
-			"each basket has a limit of its own, so two baskets together exceed it", p, outbound)
+			"the baskets do not share one limit of %d (a limit per basket, or one set too high)", p, outbound, outbound)
 	}
 	for _, b := range baskets {
 		if err := allComplete(b); err != nil {

@@ -447,8 +447,12 @@ func aKilledConsumerLosesNoJob(srv *server) error {
 			break
 		}
 		if time.Now().After(until) {
-			return fmt.Errorf("consumer a was killed holding a job; %s after, past the %s visibility timeout, the line is still pending: the job was lost (acknowledged before its line was completed?) (last error: %v)",
-				(visibility + 3*time.Second).Round(time.Millisecond), visibility, lastErr)
+			also := ""
+			if lastErr != nil {
+				also = fmt.Sprintf(" (the last round trip: %v)", lastErr)
+			}
+			return fmt.Errorf("consumer a was killed holding a job; %s after, past the %s visibility timeout, the line is still pending: the job was lost (acknowledged before its line was completed?)%s",
+				(visibility + 3*time.Second).Round(time.Millisecond), visibility, also)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
