@@ -347,7 +347,7 @@ func cmdChecked(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	l, err := cli.Lesson(args[0])
 	ts.Check(err)
-	dir := filepath.Join(ts.Getenv("REPO"), filepath.FromSlash(l.Checks))
+	dir := filepath.Join(ts.Getenv("REPO"), filepath.FromSlash(l.Checks()))
 	defs, err := filepath.Glob(filepath.Join(dir, "*.txtar"))
 	ts.Check(err)
 	stdout := ts.ReadFile("stdout")
@@ -379,7 +379,7 @@ func cmdChecked(ts *testscript.TestScript, neg bool, args []string) {
 	if !strings.Contains(stdout, "\n"+score+"\n") {
 		ts.Fatalf("no line %q", score)
 	}
-	cp := strings.TrimLeft(filepath.Base(l.Checkpoint), "0")
+	cp := strings.TrimLeft(filepath.Base(l.Checkpoint()), "0")
 	verdict := fmt.Sprintf("verdict: PASSED: the answer passes on checkpoint %s and catches %d/%d required mutants", cp, required, required)
 	if bonus > 0 {
 		verdict += fmt.Sprintf(" (bonus: %d/%d)", bonus, bonus)
