@@ -611,8 +611,8 @@ func noneAdmittedWhileHeld(qs []*quota.Redis, d time.Duration) error {
 			qs[1].Release()
 			return fmt.Errorf("another process was admitted while %d calls still ran: a lease expired under a running call", limit)
 		}
-		if !errors.Is(err, context.DeadlineExceeded) {
-			return err
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, quota.ErrUnavailable) {
+			return err // ErrUnavailable: a round trip cut on a busy machine, nothing admitted
 		}
 	}
 	return nil
@@ -621,10 +621,18 @@ func noneAdmittedWhileHeld(qs []*quota.Redis, d time.Duration) error {
 func holdN(q *quota.Redis, n int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	for i := range n {
-		if err := q.Acquire(ctx); err != nil {
+	for i := 0; i < n; {
+		err := q.Acquire(ctx)
+		if errors.Is(err, quota.ErrUnavailable) && ctx.Err() == nil {
+			// Failed closed: a round trip took longer than the client's
+			// read limit (a busy machine). Nothing is held; try again.
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("taking %d free slots, got %d: %v", n, i, err)
 		}
+		i++
 	}
 	return nil
 }
