@@ -156,6 +156,16 @@ func open(provider, dir string) (svc *quoteflow.Service, closeData func(), err e
 	return svc, func() { svc.Close(); db.Close() }, nil
 }
 
+// dataFile is where the bbolt file in dir lives, as an absolute path when
+// it can be had: the start line says where the data is, wherever it ran from.
+func dataFile(dir string) string {
+	path := filepath.Join(dir, "quoteflow.db")
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
+}
+
 func serve(addr, provider, data string, stdout io.Writer) error {
 	ln, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
@@ -187,7 +197,7 @@ func serve(addr, provider, data string, stdout io.Writer) error {
 		defer cancel()
 		srv.Shutdown(grace) // in-flight quotes end within their budget
 	}()
-	fmt.Fprintf(stdout, "quoteflow listening on http://%s (provider %s, data %s)\n", ln.Addr(), provider, data)
+	fmt.Fprintf(stdout, "quoteflow listening on http://%s (provider %s, data %s)\n", ln.Addr(), provider, dataFile(data))
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

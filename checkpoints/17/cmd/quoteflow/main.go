@@ -262,6 +262,16 @@ func openBolt(provider, dir string) (svc *quoteflow.Service, closeData func(), e
 	return svc, func() { svc.Close(); db.Close() }, nil
 }
 
+// dataFile is where the bbolt file in dir lives, as an absolute path when
+// it can be had: the start line says where the data is, wherever it ran from.
+func dataFile(dir string) string {
+	path := filepath.Join(dir, "quoteflow.db")
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
+}
+
 func serve(addr, provider, data string, shared *sharedFlags, stdout io.Writer) error {
 	ln, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
@@ -293,7 +303,7 @@ func serve(addr, provider, data string, shared *sharedFlags, stdout io.Writer) e
 		defer cancel()
 		srv.Shutdown(grace) // in-flight quotes end within their budget
 	}()
-	where := "data " + data
+	where := "data " + dataFile(data)
 	if shared.url != "" {
 		where = "redis " + shared.url
 	}
