@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -223,5 +224,26 @@ func TestThePendingJobsAreBoundedInCountAndSize(t *testing.T) {
 		if err := q.Enqueue(ctx, j); !errors.Is(err, ErrTooLarge) {
 			t.Errorf("a %d-byte ID, %d-byte body = %v, want ErrTooLarge", len(j.ID), len(j.Body), err)
 		}
+	}
+}
+
+// A job enqueued with a NotBefore (a supplier's Retry-After) is not
+// delivered before it, and is delivered once it is due.
+func TestEnqueueHonoursNotBefore(t *testing.T) {
+	q, clk := newQueue(t)
+	ctx := context.Background()
+	if err := q.Enqueue(ctx, Job{ID: "later", NotBefore: clk.now().Add(time.Second)}, Job{ID: "now"}); err != nil {
+		t.Fatal(err)
+	}
+	if jobs, err := q.Lease(ctx, 10, time.Minute); err != nil || !slices.Equal(ids(jobs), []string{"now"}) {
+		t.Fatalf("Lease at once = %v, %v; want only the job without a NotBefore", ids(jobs), err)
+	}
+	clk.advance(999 * time.Millisecond)
+	if jobs, _ := q.Lease(ctx, 10, time.Minute); len(jobs) != 0 {
+		t.Fatalf("leased %v 1 ms before its NotBefore", ids(jobs))
+	}
+	clk.advance(time.Millisecond)
+	if jobs, _ := q.Lease(ctx, 10, time.Minute); !slices.Equal(ids(jobs), []string{"later"}) {
+		t.Fatalf("Lease at its NotBefore = %v, want [later]", ids(jobs))
 	}
 }

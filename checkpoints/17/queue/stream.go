@@ -159,7 +159,11 @@ func (q *Stream) put(ctx context.Context, o Owner, jobs []Job) error {
 		if len(j.ID) > MaxIDBytes || len(j.Body) > MaxBodyBytes {
 			return fmt.Errorf("%w: %d-byte ID, %d-byte body (at most %d and %d)", ErrTooLarge, len(j.ID), len(j.Body), MaxIDBytes, MaxBodyBytes)
 		}
-		args = append(args, j.ID, j.Body)
+		var notBefore int64 // none: due now
+		if !j.NotBefore.IsZero() {
+			notBefore = j.NotBefore.UnixMilli()
+		}
+		args = append(args, j.ID, j.Body, notBefore)
 	}
 	res, err := q.run(ctx, putScript, []string{q.owners + ":", q.owners}, args...).Int64Slice()
 	if err != nil {

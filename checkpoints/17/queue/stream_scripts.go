@@ -68,7 +68,9 @@ end
 //
 // KEYS[7] owner key prefix, KEYS[8] the owners' order (a list, oldest first)
 // ARGV[6] owner id (” for none), ARGV[7] its value, ARGV[8] owners kept,
-// then ARGV[9..] id, body pairs.
+// then ARGV[9..] id, body, not-before (unix ms, 0: none) triples. A job not
+// yet due waits in the delayed set, as a failed one does, and goes in the
+// stream when promoteScript finds it due.
 //
 // Owners past the limit are dropped, oldest first, with their jobs (IDs
 // starting with the owner's id and '/'), which makes room for the new jobs.
@@ -92,7 +94,7 @@ for _, v in ipairs(victims) do
   end
 end
 local new, seen = {}, {}
-for i = 9, #ARGV, 2 do
+for i = 9, #ARGV, 3 do
   local id = ARGV[i]
   if not seen[id] and redis.call('EXISTS', jobkey(id)) == 0 then
     table.insert(new, i)
@@ -110,10 +112,16 @@ if owner ~= '' then
   redis.call('SET', KEYS[7] .. owner, value)
 end
 for _, i in ipairs(new) do
-  local id = ARGV[i]
-  local entry = redis.call('XADD', STREAM, '*', 'id', id)
+  local id, notBefore = ARGV[i], tonumber(ARGV[i+2])
+  local entry = ''
+  if notBefore > now then
+    redis.call('ZADD', DELAYED, notBefore, id)
+  else
+    notBefore = 0
+    entry = redis.call('XADD', STREAM, '*', 'id', id)
+  end
   redis.call('HSET', jobkey(id), 'body', ARGV[i+1], 'state', 'pending', 'tries', 0, 'reason', '',
-    'entry', entry, 'not_before', 0, 'lease_until', 0)
+    'entry', entry, 'not_before', notBefore, 'lease_until', 0)
   redis.call('ZADD', IDS, 0, id)
   move(nil, 'pending')
 end

@@ -374,3 +374,29 @@ func mustLease(t *testing.T, q *Stream, n int) []Job {
 	}
 	return jobs
 }
+
+// A job enqueued with a NotBefore (a supplier's Retry-After) is not
+// delivered before it, and is delivered once it is due.
+func TestStreamEnqueueHonoursNotBefore(t *testing.T) {
+	ctx := testCtx(t)
+	q := streams(t, redistest.Start(t), 1)[0]
+	const wait = 400 * time.Millisecond
+	notBefore := time.Now().Add(wait)
+	if err := q.Enqueue(ctx, Job{ID: "later", NotBefore: notBefore}, Job{ID: "now"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(mustLease(t, q, 10)); !slices.Equal(got, []string{"now"}) {
+		t.Fatalf("leased at once: %v, want only the job without a NotBefore", got)
+	}
+	var jobs []Job
+	for len(jobs) == 0 && ctx.Err() == nil {
+		if jobs = mustLease(t, q, 10); len(jobs) == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if at := time.Now(); len(jobs) != 1 || jobs[0].ID != "later" || at.Before(notBefore) {
+		t.Fatalf("leased %v at %s before its NotBefore (negative: early), want [later] once due",
+			ids(jobs), at.Sub(notBefore))
+	}
+	wantCounts(t, q, Counts{Leased: 2})
+}
