@@ -17,9 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
-
 	"quoteflowlab.dev/checkpoints/16/queue"
 	"quoteflowlab.dev/checkpoints/16/quoteflow"
 )
@@ -131,10 +128,7 @@ func open(provider, dir string) (svc *quoteflow.Service, closeData func(), err e
 		return nil, nil, err
 	}
 	path := filepath.Join(dir, "quoteflow.db")
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, nil, fmt.Errorf("%s is in use (is another quoteflow running on it? Stop it or pick another --data)", path)
-	}
+	db, err := openData(path) // a damaged file is refused here, in one sentence
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,9 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
-
 	"github.com/redis/go-redis/v9"
 
 	"quoteflowlab.dev/checkpoints/17/queue"
@@ -237,10 +234,7 @@ func openBolt(provider, dir string) (svc *quoteflow.Service, closeData func(), e
 		return nil, nil, err
 	}
 	path := filepath.Join(dir, "quoteflow.db")
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, nil, fmt.Errorf("%s is in use (is another quoteflow running on it? Stop it or pick another --data)", path)
-	}
+	db, err := openData(path) // a damaged file is refused here, in one sentence
 	if err != nil {
 		return nil, nil, err
 	}
