@@ -54,6 +54,7 @@ type Bolt struct {
 	db     *bolt.DB
 	limits Limits
 	now    func() time.Time
+	onDead func(tx *bolt.Tx, j Job) error // see OnDeadTx
 }
 
 // NewBolt keeps its jobs in db (the caller opens and closes it), within lim.
@@ -83,6 +84,12 @@ func NewBolt(db *bolt.DB, lim Limits) (*Bolt, error) {
 
 // DB is the file the queue lives in.
 func (q *Bolt) DB() *bolt.DB { return q.db }
+
+// OnDeadTx makes f run inside the transaction in which a job dies (its
+// last try failed, or its last lease ran out), with the job as it died: what
+// the job was for is settled with its death, or neither is, whatever kills
+// the process. An error from f undoes both. Set it before the queue is used.
+func (q *Bolt) OnDeadTx(f func(tx *bolt.Tx, j Job) error) { q.onDead = f }
 
 func (q *Bolt) Enqueue(ctx context.Context, jobs ...Job) error {
 	return q.update(ctx, func(tx *bolt.Tx) error { return q.EnqueueTx(tx, jobs...) })
@@ -326,6 +333,11 @@ func (q *Bolt) change(ctx context.Context, id string, f func(*Job) (finished boo
 func (q *Bolt) finish(tx *bolt.Tx, j Job) error {
 	if err := put(tx.Bucket(bucketJobs), j); err != nil {
 		return err
+	}
+	if j.State == Dead && q.onDead != nil {
+		if err := q.onDead(tx, j); err != nil {
+			return err
+		}
 	}
 	if err := addCounter(tx, keyOpen, -1); err != nil {
 		return err

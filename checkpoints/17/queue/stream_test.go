@@ -88,11 +88,11 @@ func TestStreamDeadConsumersJobIsClaimed(t *testing.T) {
 	qs := streams(t, redistest.Start(t), 2)
 	const visibility = 300 * time.Millisecond
 	qs[0].Enqueue(ctx, Job{ID: "j1"}, Job{ID: "j2"})
+	leasedAt := time.Now() // the idle time starts inside Lease, after this
 	held, err := qs[0].Lease(ctx, 10, visibility)
 	if err != nil || len(held) != 2 {
 		t.Fatalf("first consumer leased %+v, %v; want both jobs", held, err)
 	}
-	leasedAt := time.Now()
 	// process-0 dies here, holding both.
 	if got, _ := qs[1].Lease(ctx, 10, visibility); len(got) != 0 {
 		t.Fatalf("the other process got %v while the first one's lease ran", got)
