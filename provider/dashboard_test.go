@@ -43,7 +43,7 @@ func TestDashboardPageIsOneFileThatLoadsNothingFromTheNetwork(t *testing.T) {
 	if n := strings.Count(r.body, "http://www.w3.org/2000/svg"); n != strings.Count(r.body, "http://") {
 		t.Errorf("the page has absolute URLs other than the SVG namespace")
 	}
-	for _, want := range []string{`new EventSource("/stats/stream")`, `fetch("/reset", {method: "POST"})`, `"inflight-" + s`, `id="limit"`} {
+	for _, want := range []string{`new EventSource("/stats/stream")`, `fetch("/reset", {method: "POST", headers: {"Content-Type": "application/json"}})`, `"inflight-" + s`, `id="limit"`} {
 		if !strings.Contains(r.body, want) && !strings.Contains(r.body, strings.Trim(want, `"`)) {
 			t.Errorf("the page lacks %s", want)
 		}
@@ -55,7 +55,7 @@ func TestDashboardAndStreamAnswerLoopbackClientsOnly(t *testing.T) {
 	h := provider.New(provider.Options{}).Routes()
 	for _, path := range []string{"/ui", "/stats/stream"} {
 		for _, remote := range []string{"203.0.113.7:5555", "[2001:db8::1]:443"} {
-			req := httptest.NewRequest(http.MethodGet, path, nil)
+			req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9101"+path, nil)
 			req.RemoteAddr = remote
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
@@ -197,7 +197,7 @@ func TestStreamSendsCountsInFlightAndAttempts(t *testing.T) {
 	}
 
 	// Reset: the next event says so and counts nothing.
-	if r := s.do0(http.MethodPost, "/reset"); r.status != 200 {
+	if r := s.do0(http.MethodPost, "/reset", "Content-Type", "application/json"); r.status != 200 {
 		t.Fatalf("reset: %d", r.status)
 	}
 	ev = stream.next("the reset", func(ev provider.StreamEvent) bool { return ev.Reset })
@@ -300,9 +300,9 @@ func TestStreamsAreCappedAndEndAtShutdown(t *testing.T) {
 }
 
 // do0 sends a request without a body and fails the test on a transport error.
-func (s *testServer) do0(method, path string) response {
+func (s *testServer) do0(method, path string, headers ...string) response {
 	s.t.Helper()
-	r, err := s.do(context.Background(), method, path)
+	r, err := s.do(context.Background(), method, path, headers...)
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", method, path, err)
 	}

@@ -454,6 +454,10 @@ func doHTTP(args []string) (out string, reqErr, err error) {
 			return nil, err
 		}
 		for _, h := range headers {
+			if http.CanonicalHeaderKey(h[0]) == "Host" {
+				req.Host = h[1] // net/http sends req.Host, never a Host header of the map
+				continue
+			}
 			req.Header.Add(h[0], h[1])
 		}
 		if body != nil && req.Header.Get("Content-Type") == "" {
