@@ -10,7 +10,11 @@ import (
 )
 
 // quoteParams are the query parameters of /quotes/{supplier}.
-var quoteParams = []string{"sku", "scenario"}
+var quoteParams = []string{"sku", "scenario", "qty"}
+
+// MaxQty is the largest qty a supplier request may give: an order's
+// quantity, as QuoteFlow's requests allow (1 to 100).
+const MaxQty = 100
 
 // quote serves GET /quotes/{supplier}?sku=&scenario= (scenario defaults to
 // normal). Unknown supplier or SKU: 404; unknown scenario: 400. Every
@@ -65,9 +69,19 @@ func (p *Provider) quote(st *state, w http.ResponseWriter, r *http.Request) (int
 
 // serveQuote validates the rest of a supplier request and plays its scenario.
 func (p *Provider) serveQuote(c *supplierCall) int {
-	var q [2]string
-	if _, err := readQuery(c.r.URL.RawQuery, quoteParams, q[:]); err != nil {
+	var q [3]string
+	present, err := readQuery(c.r.URL.RawQuery, quoteParams, q[:])
+	if err != nil {
 		return c.fail(http.StatusBadRequest, "bad_parameter", err.Error())
+	}
+	c.qty = 1
+	if present&(1<<2) != 0 {
+		n, ok := plainInt(q[2], MaxQty)
+		if !ok || n < 1 {
+			return c.fail(http.StatusBadRequest, "bad_parameter", fmt.Sprintf(
+				"query parameter qty=%s: want the order's quantity, an integer from 1 to %d (or no qty: 1)", quoted(q[2]), MaxQty))
+		}
+		c.qty = int(n)
 	}
 	c.sku = q[0]
 	name := q[1]
@@ -82,7 +96,6 @@ func (p *Provider) serveQuote(c *supplierCall) int {
 	if _, ok := catalog[quoteKey{supplier, c.sku}]; !ok {
 		return c.fail(http.StatusNotFound, "unknown_sku", fmt.Sprintf("%s has no SKU %s", supplier, quoted(c.sku)))
 	}
-	var err error
 	if c.budgetMs, c.hasBudget, err = budgetOf(c.r.Header); err != nil {
 		return c.fail(http.StatusBadRequest, "bad_budget", err.Error())
 	}

@@ -40,6 +40,7 @@ var scenarios = []scenario{
 	{name: "mismatch", since: 12, answer: otherSKUQuote},                     // 200 with a well-formed quote for another SKU
 	{name: "ratelimited", since: 16, arrive: limitRate, answer: answerQuote}, // at most 5 requests in any 200 ms, else 429
 	{name: "outage", since: 16, arrive: outage, answer: answerQuote},         // 503 for 1500 ms from the first request after a reset
+	{name: "costlimited", since: 17, arrive: limitCost, answer: answerQuote}, // at most 100 units of qty in any 1000 ms, else 429
 }
 
 // Scenario timings (slowDelay and outageLength are × LatencyScale; the rate
@@ -49,6 +50,8 @@ const (
 	outageLength = 1500 * time.Millisecond
 	rateWindow   = 200 * time.Millisecond
 	rateMax      = 5
+	costWindow   = 1000 * time.Millisecond
+	costMax      = 100 // units of cost (qty) admitted in any costWindow; ≥ MaxQty, so every request can get in
 )
 
 // scenarioNamed returns the scenario called name, or nil.
@@ -91,6 +94,7 @@ type supplierCall struct {
 	id        string // X-Request-ID, "" when absent
 	budgetMs  int64  // X-Budget-Ms, when hasBudget
 	hasBudget bool
+	qty       int       // the qty parameter: the order's quantity, the request's cost under costlimited (1 when absent)
 	first     bool      // flaky, reset: the first request of its X-Request-ID (noted on arrival)
 	cut       net.Conn  // set by resetFirst: the hijacked connection to close with an RST
 	rec       *idRecord // this ID's record, as logged on arrival
@@ -181,6 +185,34 @@ func limitRate(p *Provider, c *supplierCall) int {
 	if ok {
 		return 0
 	}
+	ms := c.tooMany(wait)
+	return c.fail(http.StatusTooManyRequests, "rate_limited", fmt.Sprintf(
+		"boreal admits %d requests in any %d ms (scenario ratelimited); a slot frees in %d ms",
+		rateMax, rateWindow.Milliseconds(), ms))
+}
+
+// limitCost admits boreal requests while the cost (qty) admitted in the
+// last costWindow, with this one's, stays within costMax (one window for
+// the whole lab, over every client), and answers the rest 429 at once,
+// saying when enough cost leaves the window for this one: Retry-After in
+// whole seconds and Retry-After-Ms precisely. A request's cost is its qty
+// parameter (1 without one). Early retries are counted as for ratelimited.
+func limitCost(p *Provider, c *supplierCall) int {
+	wait, ok := c.st.costs.admit(c.qty)
+	if ok {
+		c.st.costAdmitted.Add(int64(c.qty))
+		return 0
+	}
+	ms := c.tooMany(wait)
+	return c.fail(http.StatusTooManyRequests, "cost_limited", fmt.Sprintf(
+		"boreal admits %d units of cost (qty) in any %d ms (scenario costlimited); this request costs %d, which fits in %d ms",
+		costMax, costWindow.Milliseconds(), c.qty, ms))
+}
+
+// tooMany sets a 429's Retry-After (whole seconds, rounded up) and
+// Retry-After-Ms for a wait, records when the request's ID may come back
+// (for early_retries and the request log), and returns the wait in ms.
+func (c *supplierCall) tooMany(wait time.Duration) int64 {
 	ms := int64((wait + time.Millisecond - 1) / time.Millisecond) // round up: never too early
 	c.retryAfterMs = ms
 	if c.id != "" {
@@ -193,11 +225,9 @@ func limitRate(p *Provider, c *supplierCall) int {
 		})
 	}
 	h := c.w.Header()
-	h["Retry-After"] = []string{"1"}
+	h["Retry-After"] = []string{strconv.FormatInt(max(1, (ms+999)/1000), 10)}
 	h["Retry-After-Ms"] = []string{strconv.FormatInt(ms, 10)}
-	return c.fail(http.StatusTooManyRequests, "rate_limited", fmt.Sprintf(
-		"boreal admits %d requests in any %d ms (scenario ratelimited); a slot frees in %d ms",
-		rateMax, rateWindow.Milliseconds(), ms))
+	return ms
 }
 
 // outage answers 503 at once to every boreal request for outageLength
@@ -245,6 +275,46 @@ func (w *rateWindowLog) admit() (wait time.Duration, ok bool) {
 	w.admitted[w.next] = now
 	w.next = (w.next + 1) % rateMax
 	return 0, true
+}
+
+// A costWindowLog remembers the admissions of the last costWindow, oldest
+// first, with their cost. Every cost is at least 1 and their sum at most
+// costMax, so costMax entries always suffice: bounded in count and size.
+type costWindowLog struct {
+	mu      sync.Mutex
+	at      [costMax]time.Time
+	cost    [costMax]int
+	head, n int // a ring: at[head] is the oldest of n entries
+	sum     int // the cost of the n entries
+}
+
+// admit admits a request of cost c (1 ≤ c ≤ costMax) now if the cost
+// admitted in the last costWindow plus c is at most costMax; otherwise it
+// returns how long until enough of that cost leaves the window.
+func (w *costWindowLog) admit(c int) (wait time.Duration, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now()
+	for w.n > 0 && !now.Before(w.at[w.head].Add(costWindow)) {
+		w.sum -= w.cost[w.head]
+		w.head = (w.head + 1) % costMax
+		w.n--
+	}
+	if w.sum+c <= costMax {
+		i := (w.head + w.n) % costMax
+		w.at[i], w.cost[i] = now, c
+		w.n++
+		w.sum += c
+		return 0, true
+	}
+	need, freed := w.sum+c-costMax, 0
+	for k := range w.n {
+		i := (w.head + k) % costMax
+		if freed += w.cost[i]; freed >= need {
+			return w.at[i].Add(costWindow).Sub(now), false
+		}
+	}
+	return costWindow, false // not reached: c ≤ costMax, so freeing every entry suffices
 }
 
 // quote returns the catalog quote this call asks for.

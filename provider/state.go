@@ -23,6 +23,7 @@ type state struct {
 	supplierPeak [len(Suppliers)]atomic.Int64 // peak of Provider.supplierActive per supplier
 
 	window rateWindowLog // ratelimited: boreal's admissions in the last 200 ms
+	costs  costWindowLog // costlimited: boreal's admissions in the last 1000 ms, with their cost
 
 	outageMu    sync.Mutex
 	outageStart time.Time // outage: boreal's first outage request; zero before it
@@ -33,9 +34,10 @@ type state struct {
 // counters are the statistics of one state. Every field is an atomic, so
 // counting takes no lock on the hot path. A request adds to them in this
 // order: total; per_supplier or partner; abandoned, client_gone,
-// early_retries; per_status; rate_limited and resets. Snapshot reads them in
-// the reverse order, so every sum it reports is at most the total it
-// reports (a request it sees the end of, it also sees the start of).
+// early_retries, cost_admitted; per_status; rate_limited or cost_limited,
+// and resets. Snapshot reads them in the reverse order, so every sum it
+// reports is at most the total it reports (a request it sees the end of,
+// it also sees the start of).
 type counters struct {
 	total        atomic.Int64
 	maxActive    atomic.Int64
@@ -46,7 +48,9 @@ type counters struct {
 	abandoned    atomic.Int64 // planned work longer than X-Budget-Ms
 	clientGone   atomic.Int64 // the client left before the answer was complete
 	earlyRetries atomic.Int64 // requests back before the Retry-After-Ms of their last 429
-	rateLimited  atomic.Int64 // 429s written (scenario ratelimited)
+	rateLimited  atomic.Int64 // 429s written by scenario ratelimited
+	costLimited  atomic.Int64 // 429s written by scenario costlimited
+	costAdmitted atomic.Int64 // units of cost (qty) costlimited admitted
 	resets       atomic.Int64 // connections reset on purpose (scenario reset)
 }
 

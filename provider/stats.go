@@ -41,13 +41,25 @@ func (p *Provider) count(h workHandler, w http.ResponseWriter, r *http.Request) 
 	if status > 0 && status < len(st.perStatus) {
 		st.perStatus[status].Add(1)
 	}
-	if status == http.StatusTooManyRequests {
-		st.rateLimited.Add(1)
+	if status == http.StatusTooManyRequests { // only boreal's limiters answer 429
+		if limitedByCost(r) {
+			st.costLimited.Add(1)
+		} else {
+			st.rateLimited.Add(1)
+		}
 	}
 	if cut != nil {
 		st.resets.Add(1)
 	}
 	return status, cut
+}
+
+// limitedByCost reports whether a supplier request that was answered 429
+// asked for scenario costlimited (a rare path: the query is read again).
+func limitedByCost(r *http.Request) bool {
+	var q [3]string // quoteParams
+	_, err := readQuery(r.URL.RawQuery, quoteParams, q[:])
+	return err == nil && q[1] == "costlimited"
 }
 
 // Stats is the body of GET /stats.
@@ -64,8 +76,25 @@ type Stats struct {
 	ClientGone   int64            `json:"client_gone"`
 	RateLimited  int64            `json:"rate_limited"`
 	EarlyRetries int64            `json:"early_retries"`
+	CostLimited  int64            `json:"cost_limited"`
+	CostAdmitted int64            `json:"cost_admitted"`
 	Blackhole    *BlackholeStats  `json:"blackhole"`
 	TrackedKeys  TrackedKeys      `json:"tracked_keys"`
+	// Scenarios holds the numbers of the scenarios that have any.
+	Scenarios ScenarioParams `json:"scenarios"`
+}
+
+// ScenarioParams are the fixed numbers of the scenarios that have them.
+type ScenarioParams struct {
+	CostLimited CostParams `json:"costlimited"`
+}
+
+// CostParams are costlimited's numbers: at most MaxCost units of cost (a
+// request's qty) admitted in any WindowMs.
+type CostParams struct {
+	MaxCost  int64 `json:"max_cost"`
+	WindowMs int64 `json:"window_ms"`
+	MaxQty   int64 `json:"max_qty"`
 }
 
 // PerSupplier counts supplier requests (or one request ID's attempts) by supplier.
@@ -113,12 +142,14 @@ func (p *Provider) Snapshot() Stats {
 	st := p.state.Load()
 	out := Stats{PerStatus: map[string]int64{}}
 	out.Resets = st.resets.Load()
+	out.CostLimited = st.costLimited.Load()
 	out.RateLimited = st.rateLimited.Load()
 	for code := range st.perStatus {
 		if n := st.perStatus[code].Load(); n > 0 {
 			out.PerStatus[strconv.Itoa(code)] = n
 		}
 	}
+	out.CostAdmitted = st.costAdmitted.Load()
 	out.EarlyRetries = st.earlyRetries.Load()
 	out.ClientGone = st.clientGone.Load()
 	out.Abandoned = st.abandoned.Load()
@@ -143,6 +174,7 @@ func (p *Provider) Snapshot() Stats {
 		Scenario: int64(st.seen.len()), Partner: int64(st.partners.len()), Requests: int64(st.ids.len()),
 		Max: int64(p.maxKeys), MaxKeyBytes: MaxKeyBytes, MaxLog: MaxLogPerKey,
 	}
+	out.Scenarios.CostLimited = CostParams{MaxCost: costMax, WindowMs: costWindow.Milliseconds(), MaxQty: MaxQty}
 	return out
 }
 
