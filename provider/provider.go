@@ -50,13 +50,21 @@ type Options struct {
 	// (flaky/reset request IDs, partner keys, the log per request ID).
 	// When a table is full the oldest key is forgotten. Zero means DefaultMaxKeys.
 	MaxKeys int
+	// Seed keys the tail scenario's latency draws: the same seed and the
+	// same requests give the same latencies. `lab provider` passes --seed
+	// (DefaultSeed unless given); zero is a seed like any other.
+	Seed uint64
 }
+
+// DefaultSeed is the seed `lab provider` uses without --seed.
+const DefaultSeed = 1
 
 // Provider serves the suppliers, partner and control endpoints. Create it
 // with New; it is safe for concurrent use.
 type Provider struct {
 	scale     float64
 	maxKeys   int
+	seed      uint64
 	active    atomic.Int64          // gauge: handlers running now; survives resets
 	state     atomic.Pointer[state] // counters and per-key state; Reset swaps in a new one
 	normal    map[quoteKey][]byte   // pre-encoded normal bodies: the hot path allocates nothing for them
@@ -80,6 +88,7 @@ func New(opts Options) *Provider {
 	p := &Provider{
 		scale:   min(scale, MaxLatencyScale),
 		maxKeys: opts.MaxKeys,
+		seed:    opts.Seed,
 		normal:  make(map[quoteKey][]byte),
 		streams: newStreamGate(),
 	}

@@ -40,14 +40,20 @@ func (p *Provider) quote(st *state, w http.ResponseWriter, r *http.Request) (int
 	c.id = id
 	early := false
 	st.ids.update(id, func(rec *idRecord) {
+		c.nth = rec.attempts[c.supplier]
 		rec.attempts[c.supplier]++
 		early = c.arrival.Before(rec.retryAt[c.supplier])
-		c.rec, c.entry = rec, rec.log.start(c.arrival, logEntry{where: uint8(c.supplier), budgetMs: -1})
+		c.hedged = rec.inFlight[c.supplier] > 0
+		rec.inFlight[c.supplier]++
+		c.rec, c.entry = rec, rec.log.start(c.arrival, logEntry{where: uint8(c.supplier), budgetMs: -1, hedged: c.hedged})
 	})
 	if early {
 		st.earlyRetries.Add(1)
 	}
-	seq := st.feed.start(id, c.supplier, c.arrival)
+	if c.hedged {
+		st.hedged.Add(1)
+	}
+	seq := st.feed.start(id, c.supplier, c.arrival, c.hedged)
 	status := p.serveQuote(c)
 	end := c.end(status, c.cut != nil)
 	budget := int64(-1)
@@ -56,14 +62,30 @@ func (p *Provider) quote(st *state, w http.ResponseWriter, r *http.Request) (int
 	}
 	now := time.Now()
 	st.ids.view(id, func(rec *idRecord) {
-		if rec == c.rec {
-			rec.log.finish(c.entry, now, status, end)
-			if c.entry >= 0 {
-				rec.log.entries[c.entry].budgetMs = budget
-			}
+		if rec != c.rec {
+			return // forgotten (the table was full): its in-flight count went with it
+		}
+		s := c.supplier
+		rec.inFlight[s]--
+		switch {
+		case end == endDone:
+			rec.answeredAt[s] = now
+		case end == endClientGone && !rec.answeredAt[s].IsZero() && !rec.answeredAt[s].Before(c.arrival):
+			// A sibling answered while this one ran (it arrived after
+			// this one, or this one was its hedge), then the caller hung
+			// up on this one: the loser of a hedged pair, cancelled.
+			c.lost = true
+		}
+		rec.log.finish(c.entry, now, status, end)
+		if c.entry >= 0 {
+			rec.log.entries[c.entry].budgetMs = budget
+			rec.log.entries[c.entry].lost = c.lost
 		}
 	})
-	st.feed.finish(seq, now, status, end, budget, c.retryAfterMs)
+	if c.lost {
+		st.lostCancelled.Add(1)
+	}
+	st.feed.finish(seq, now, status, end, budget, c.retryAfterMs, c.lost)
 	return status, c.cut
 }
 
@@ -99,8 +121,8 @@ func (p *Provider) serveQuote(c *supplierCall) int {
 	if c.budgetMs, c.hasBudget, err = budgetOf(c.r.Header); err != nil {
 		return c.fail(http.StatusBadRequest, "bad_budget", err.Error())
 	}
-	if supplier != "boreal" {
-		c.sc = &scenarios[0] // only boreal misbehaves
+	if supplier != "boreal" && !c.sc.everySupplier {
+		c.sc = &scenarios[0] // only boreal misbehaves (tail: every supplier has a tail)
 	}
 	if c.sc.arrive != nil {
 		if status := c.sc.arrive(p, c); status != 0 {
@@ -108,7 +130,9 @@ func (p *Provider) serveQuote(c *supplierCall) int {
 		}
 	}
 	delay := c.sc.delay
-	if delay == 0 {
+	if c.sc.plan != nil {
+		delay = c.sc.plan(p, c)
+	} else if delay == 0 {
 		delay = baseLatency[c.supplier]
 	}
 	if status, ok := p.work(c, p.scaled(delay)); !ok {

@@ -78,8 +78,15 @@ type Stats struct {
 	EarlyRetries int64            `json:"early_retries"`
 	CostLimited  int64            `json:"cost_limited"`
 	CostAdmitted int64            `json:"cost_admitted"`
-	Blackhole    *BlackholeStats  `json:"blackhole"`
-	TrackedKeys  TrackedKeys      `json:"tracked_keys"`
+	// Hedged counts supplier requests that arrived while another request
+	// of their X-Request-ID was running at that supplier; LostCancelled
+	// those of such a pair whose client hung up after a sibling answered.
+	Hedged        int64 `json:"hedged"`
+	LostCancelled int64 `json:"lost_cancelled"`
+	// Stragglers counts tail's requests drawn slow.
+	Stragglers  int64           `json:"stragglers"`
+	Blackhole   *BlackholeStats `json:"blackhole"`
+	TrackedKeys TrackedKeys     `json:"tracked_keys"`
 	// Scenarios holds the numbers of the scenarios that have any.
 	Scenarios ScenarioParams `json:"scenarios"`
 }
@@ -87,6 +94,19 @@ type Stats struct {
 // ScenarioParams are the fixed numbers of the scenarios that have them.
 type ScenarioParams struct {
 	CostLimited CostParams `json:"costlimited"`
+	Tail        TailParams `json:"tail"`
+}
+
+// TailParams are tail's numbers: the seed of its draws, the share of
+// stragglers (in percent) and the latency ranges of fast requests and of
+// stragglers, in ms before --latency-scale (LatencyScale is the scale).
+type TailParams struct {
+	Seed          uint64   `json:"seed"`
+	StragglerPct  float64  `json:"straggler_pct"`
+	FastMs        [2]int64 `json:"fast_ms"`
+	StragglerMs   [2]int64 `json:"straggler_ms"`
+	LatencyScale  float64  `json:"latency_scale"`
+	EverySupplier bool     `json:"every_supplier"`
 }
 
 // CostParams are costlimited's numbers: at most MaxCost units of cost (a
@@ -149,10 +169,13 @@ func (p *Provider) Snapshot() Stats {
 			out.PerStatus[strconv.Itoa(code)] = n
 		}
 	}
-	out.CostAdmitted = st.costAdmitted.Load()
-	out.EarlyRetries = st.earlyRetries.Load()
+	out.LostCancelled = st.lostCancelled.Load()
 	out.ClientGone = st.clientGone.Load()
 	out.Abandoned = st.abandoned.Load()
+	out.CostAdmitted = st.costAdmitted.Load()
+	out.Stragglers = st.stragglers.Load()
+	out.EarlyRetries = st.earlyRetries.Load()
+	out.Hedged = st.hedged.Load()
 	out.PartnerPaths = PartnerPaths{
 		Health: st.partnerPaths[pathHealth].Load(), Call: st.partnerPaths[pathCall].Load(), Budget: st.partnerPaths[pathBudget].Load(),
 	}
@@ -175,6 +198,11 @@ func (p *Provider) Snapshot() Stats {
 		Max: int64(p.maxKeys), MaxKeyBytes: MaxKeyBytes, MaxLog: MaxLogPerKey,
 	}
 	out.Scenarios.CostLimited = CostParams{MaxCost: costMax, WindowMs: costWindow.Milliseconds(), MaxQty: MaxQty}
+	out.Scenarios.Tail = TailParams{
+		Seed: p.seed, StragglerPct: tailStragglerPPM / 1e4, LatencyScale: p.scale, EverySupplier: true,
+		FastMs:      [2]int64{tailFastMin.Milliseconds(), tailFastMax.Milliseconds()},
+		StragglerMs: [2]int64{tailSlowMin.Milliseconds(), tailSlowMax.Milliseconds()},
+	}
 	return out
 }
 
@@ -206,6 +234,11 @@ type Attempt struct {
 	// BudgetMs is the X-Budget-Ms the attempt carried (omitted without one;
 	// recorded when the attempt ends).
 	BudgetMs *int64 `json:"budget_ms,omitempty"`
+	// Hedged: it arrived while another attempt of the ID ran at this
+	// supplier; LostCancelled: its client hung up after such a sibling
+	// answered (both omitted when false).
+	Hedged        bool `json:"hedged,omitempty"`
+	LostCancelled bool `json:"lost_cancelled,omitempty"`
 }
 
 // requestStats serves GET /stats/requests?id=: attempts per supplier for
@@ -229,7 +262,7 @@ func (p *Provider) requestStats(w http.ResponseWriter, r *http.Request) {
 		out.Attempts = PerSupplier{Atlas: rec.attempts[0], Boreal: rec.attempts[1], Cedar: rec.attempts[2]}
 		out.LogDropped = rec.log.dropped
 		for _, e := range rec.log.entries {
-			a := Attempt{Status: int(e.status), End: e.end.String(), RetryAfterMs: e.retryAfterMs}
+			a := Attempt{Status: int(e.status), End: e.end.String(), RetryAfterMs: e.retryAfterMs, Hedged: e.hedged, LostCancelled: e.lost}
 			a.ArrivalMs, a.DurationMs = rec.log.entryTimes(e, now)
 			if e.budgetMs >= 0 && e.end != endRunning {
 				b := e.budgetMs
