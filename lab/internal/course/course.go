@@ -76,6 +76,10 @@ type Lesson struct {
 	Hint       string        // the hint file
 	Checks     string        // the mutants, wheats and broken variants, one edit each
 	Method     report.Method // how the exercise is graded
+	// Redis: lab check starts one redis-server for the whole check and
+	// gives every run of the answer an empty database of its own on it
+	// (LAB_REDIS_URL), instead of each run starting a server.
+	Redis bool
 }
 
 // Lessons is the course manifest: the lessons that have an exercise, in
@@ -154,6 +158,7 @@ var Lessons = []Lesson{
 		Hint:       "lessons/17/hint.md",
 		Checks:     "lessons/17/mutants",
 		Method:     report.Mutants,
+		Redis:      true,
 	},
 }
 
