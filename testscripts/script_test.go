@@ -72,6 +72,7 @@ package testscripts
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -185,6 +186,13 @@ func mapDirs(gomods []string) []string {
 	return dirs
 }
 
+// schemaKey is the schemata key every script's lab check cache starts with.
+var schemaKey = func() []byte {
+	key := make([]byte, 32)
+	rand.Read(key)
+	return key
+}()
+
 // setup gives each script the host's Go caches, an offline module proxy, a
 // HOME of its own and $REPO.
 func setup(env *testscript.Env) error {
@@ -212,6 +220,17 @@ func setup(env *testscript.Env) error {
 		env.Setenv("USERPROFILE", home)
 	}
 	env.Setenv("REPO", repo)
+	// Scripts that check with LAB_STATE_DIR=$WORK/state share one key for
+	// the mutant schemata, so the schema of a checkpoint is the same source
+	// in every script and go build compiles it once for the whole run (each
+	// script still links its own binaries in its own cache).
+	cache := filepath.Join(env.WorkDir, "state", "cache")
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(cache, "schemata.key"), schemaKey, 0o600); err != nil {
+		return err
+	}
 	// The checkpoint_NN scripts run each checkpoint's suite; CI asks for
 	// the race detector there (LAB_CHECKPOINT_RACE=1), so it runs once.
 	flags := "-vet=off" // vet ran just before, in the script
