@@ -19,15 +19,15 @@ func TestBrokenVariantsAreWellFormed(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(variants) == 0 {
-		t.Fatalf("no broken variants in %s", l.Checks)
+		t.Fatalf("no broken variants in %s", l.Checks())
 	}
 	for _, v := range variants {
 		t.Run(v.Name, func(t *testing.T) {
 			if !IsRequiredProperty(v.Expect) {
 				t.Errorf("expects %q, which is not a required property of the grader", v.Expect)
 			}
-			if !strings.HasPrefix(v.File, l.Reference+"/") {
-				t.Errorf("edits %s, which is not a file of the reference answer %s", v.File, l.Reference)
+			if !strings.HasPrefix(v.File, l.Reference()+"/") {
+				t.Errorf("edits %s, which is not a file of the reference answer %s", v.File, l.Reference())
 			}
 			broken, err := v.Apply(root)
 			if err != nil {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/grade/mutation"
+	"quoteflowlab.dev/lab/internal/grade"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/runner"
 	"quoteflowlab.dev/lab/internal/variant"
@@ -46,7 +46,7 @@ func TestGraderRejectsEveryBrokenVariant(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(variants) == 0 {
-		t.Fatalf("no broken variants in %s", l.Checks)
+		t.Fatalf("no broken variants in %s", l.Checks())
 	}
 	cache := t.TempDir()
 	ref := referenceBins(t)
@@ -67,23 +67,23 @@ func TestGraderRejectsEveryBrokenVariant(t *testing.T) {
 // gradeVariant grades the reference with v swapped in, as `lab check E15
 // --variant` does, and checks that v is rejected for its property.
 func gradeVariant(t *testing.T, root string, l course.Lesson, cache, ref string, v variant.Variant) {
-	o := mutation.Options{Root: root, Lesson: l, Answer: l.Reference, CacheDir: cache}
-	// The directory measured.Check builds this variant's tools into.
-	bins := filepath.Join(cache, l.Exercise, strings.NewReplacer("/", "_", ".", "_").Replace(l.Reference)+"@"+v.Name)
+	o := grade.Request{Root: root, Lesson: l, Answer: l.Reference(), CacheDir: cache, Variant: v.Name}
+	// The directory check builds this variant's tools into.
+	bins := filepath.Join(cache, l.Exercise(), strings.NewReplacer("/", "_", ".", "_").Replace(l.Reference())+"@"+v.Name)
 	if err := copyDir(ref, bins); err != nil {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(bins)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	r := Check(ctx, o, v.Name)
+	r := check(ctx, o, v)
 	var text bytes.Buffer
 	r.WriteText(&text)
 	out := text.String()
 	fail := func(format string, args ...any) {
 		t.Helper()
 		t.Errorf(format, args...)
-		t.Logf("lab check %s --answer %s --variant %s:\n%s", l.Exercise, l.Reference, v.Name, out)
+		t.Logf("lab check %s --answer %s --variant %s:\n%s", l.Exercise(), l.Reference(), v.Name, out)
 	}
 	if r.Verdict != report.Failed || r.OK {
 		fail("verdict %s, want failed: the grader must reject broken variant %s (bug: %s)", r.Verdict, v.Name, v.Story)
@@ -109,7 +109,7 @@ func gradeVariant(t *testing.T, root string, l course.Lesson, cache, ref string,
 	}
 	// What the reader sees, as `lab check` prints it.
 	for _, want := range []string{
-		`(?m)^answer: ` + regexp.QuoteMeta(l.Reference) + ` +with broken variant: ` + regexp.QuoteMeta(v.Name) + `$`,
+		`(?m)^answer: ` + regexp.QuoteMeta(l.Reference()) + ` +with broken variant: ` + regexp.QuoteMeta(v.Name) + `$`,
 		`(?m)^  FAILED +required +` + regexp.QuoteMeta(v.Expect) + `$`,
 		`(?m)^verdict: FAILED: .*\b` + regexp.QuoteMeta(v.Expect) + `\b`,
 		`(?m)^next: broken variant ` + regexp.QuoteMeta(v.Name) + ` rejected for ` + regexp.QuoteMeta(v.Expect) + `, as it must be`,
@@ -142,7 +142,7 @@ func referenceBins(t *testing.T) string {
 		var mu sync.Mutex
 		for _, tool := range Tools {
 			wg.Go(func() {
-				src := filepath.Join(root, filepath.FromSlash(l.Reference), tool)
+				src := filepath.Join(root, filepath.FromSlash(l.Reference()), tool)
 				res := runner.Build(context.Background(), src, "", filepath.Join(dir, runner.Exe(tool)), ".")
 				if !res.OK() {
 					mu.Lock()
