@@ -304,6 +304,10 @@ func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant)
 			env = b.schema.Select(v.Name)
 		}
 		sem <- struct{}{}
+		if ctx.Err() != nil { // stopped while waiting for a turn
+			<-sem
+			break
+		}
 		wg.Go(func() {
 			defer func() { <-sem }()
 			began := time.Now()
