@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"flag"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -89,5 +91,19 @@ func TestTimingsFromFlagsAndEnvironment(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"compensate", "--once"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), `QUOTEFLOW_QUEUE_POLL="soon"`) {
 		t.Errorf("QUOTEFLOW_QUEUE_POLL=soon: exit %d, stderr %q; want 2 naming the variable", code, stderr.String())
+	}
+}
+
+// The start line names the data file by its absolute path: run from any
+// directory, the reader learns where the baskets and the queue live.
+func TestItSaysWhereTheDataLives(t *testing.T) {
+	t.Chdir(t.TempDir())
+	got := dataFile("./quoteflow-data")
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(wd, "quoteflow-data", "quoteflow.db"); got != want {
+		t.Errorf("dataFile(./quoteflow-data) = %q, want %q", got, want)
 	}
 }
