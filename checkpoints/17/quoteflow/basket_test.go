@@ -544,3 +544,68 @@ func openBenchData(b *testing.B) *data {
 	store, _ := NewBoltStore(db, q, 0)
 	return &data{db: db, store: store, queue: q}
 }
+
+// budgetsSent records the X-Budget-Ms of every call to supplier.
+func budgetsSent(mu *sync.Mutex, sent *[]string, next reply) reply {
+	return func(r *http.Request, attempt int) (*http.Response, error) {
+		mu.Lock()
+		*sent = append(*sent, r.Header.Get("X-Budget-Ms"))
+		mu.Unlock()
+		return next(r, attempt)
+	}
+}
+
+// Lesson 15's floor holds for basket calls: a retry whose wait would leave
+// less than the floor is not waited for, and no call is made with less.
+func TestABasketRetryThatWouldStartBelowTheFloorIsNotMade(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var sent []string
+		// Boreal answers 503 after 140 ms; the wait is 20 ms; 40 ms would be
+		// left of the 200 ms deadline, below the 50 ms floor.
+		fake := newFake(map[string]reply{"boreal": budgetsSent(&mu, &sent, after(140*time.Millisecond, status(503)))})
+		s := basketService(t, fake, newData(t), Config{MinAttempt: 50 * time.Millisecond, Basket: BasketPolicy{
+			Deadline: 200 * time.Millisecond, Jitter: func(time.Duration) time.Duration { return 20 * time.Millisecond }}})
+		b, err := s.Basket(t.Context(), lines(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := failureOf(b.Items[0], "boreal")
+		if f.Code != HTTPCode(503) || f.Attempts != 1 || !f.Queued || b.ElapsedMS != 140 {
+			t.Errorf("boreal %+v, basket at %v ms; want http_503 after 1 attempt, queued, answered at 140 ms", f, b.ElapsedMS)
+		}
+		if len(sent) != 1 || sent[0] != "200" {
+			t.Errorf("boreal was sent X-Budget-Ms %v, want one call with 200: no retry with 40 ms left", sent)
+		}
+	})
+}
+
+func TestABasketCallThatWouldStartBelowTheFloorIsNoBudgetAndQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// One slot: atlas, boreal, cedar in turn, 80 ms each. The third would
+		// start at 160 ms with 40 ms of the 200 ms deadline left.
+		fake := newFake(nil)
+		fake.latency = 80 * time.Millisecond
+		d := newData(t)
+		s := basketService(t, fake, d, Config{OutboundLimit: 1, MinAttempt: 50 * time.Millisecond,
+			Basket: BasketPolicy{Deadline: 200 * time.Millisecond}})
+		b, err := s.Basket(t.Context(), lines(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := b.Items[0]
+		var never []LineFailure
+		for _, f := range l.Failures {
+			if f.Code == CodeNoBudget && f.Attempts == 0 && f.Queued {
+				never = append(never, f)
+			}
+		}
+		if fake.TotalCalls() != 2 || len(l.Quotes) != 2 || len(never) != 1 || b.ElapsedMS != 160 {
+			t.Errorf("%d calls, line %+v at %v ms; want 2 calls, 2 quotes and one supplier no_budget after 0 attempts, queued, answered at 160 ms",
+				fake.TotalCalls(), l, b.ElapsedMS)
+		}
+		if c, _ := d.queue.Counts(t.Context()); c.Pending != 1 {
+			t.Errorf("queue %+v, want the call never made pending", c)
+		}
+	})
+}
