@@ -609,3 +609,48 @@ func TestABasketCallThatWouldStartBelowTheFloorIsNoBudgetAndQueued(t *testing.T)
 		}
 	})
 }
+
+// A worker killed mid-pass must not have kept an answer it already had:
+// each compensation job is recorded as soon as its own call ends.
+func TestACompensationCallIsRecordedBeforeTheSlowestOfItsPassEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Line 0's boreal is back after 100 ms; line 1's answers only after 3 s.
+		var mu sync.Mutex
+		down := true
+		fake := newFake(map[string]reply{"boreal": func(r *http.Request, attempt int) (*http.Response, error) {
+			mu.Lock()
+			d := down
+			mu.Unlock()
+			if d {
+				return status(503)(r, attempt)
+			}
+			if r.URL.Query().Get("sku") == "KB-002" {
+				return after(3*time.Second, normal)(r, attempt)
+			}
+			return normal(r, attempt)
+		}})
+		d := newData(t)
+		s := basketService(t, fake, d, Config{})
+		req := lines(2)
+		req.Items[1].SKU = "KB-002"
+		b, err := s.Basket(t.Context(), req)
+		if err != nil || b.Pending != 2 {
+			t.Fatalf("basket %+v, %v; want boreal queued on both lines", b, err)
+		}
+		mu.Lock()
+		down = false
+		mu.Unlock()
+		go s.CompensateOnce(t.Context())
+		time.Sleep(time.Second) // line 0's call is over, line 1's is not
+		synctest.Wait()
+		got, _ := s.GetBasket(t.Context(), b.ID)
+		if got.Items[0].Status != LineComplete || got.Items[1].Status != LinePartial || got.Pending != 1 {
+			t.Errorf("1 s into the pass: lines %s and %s, pending %d; want line 0 complete (its answer recorded), line 1 still partial",
+				got.Items[0].Status, got.Items[1].Status, got.Pending)
+		}
+		if c, _ := d.queue.Counts(t.Context()); c.Done != 1 || c.Leased != 1 {
+			t.Errorf("queue %+v 1 s into the pass; want line 0's job done, line 1's leased", c)
+		}
+		time.Sleep(5 * time.Second) // let the pass end inside the bubble
+	})
+}
