@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"quoteflowlab.dev/checkpoints/17/fanout"
@@ -56,10 +57,10 @@ func (s *Service) attempt(ctx context.Context, supplier string, req QuoteRequest
 
 // exchange is one GET to supplier with left as its budget, the slot already
 // held. With a rate quota, it first waits for room for one more request to
-// supplier (all processes sharing the quota together).
+// supplier (all processes sharing the quota together), weighing rateCost.
 func (s *Service) exchange(ctx context.Context, supplier string, req QuoteRequest, id string, left time.Duration) outcome {
 	if s.rate != nil {
-		switch err := s.rate.Wait(ctx, supplier); {
+		switch err := s.rate.WaitN(ctx, supplier, s.rateCost(req)); {
 		case errors.Is(err, quota.ErrUnavailable) && ctx.Err() == nil:
 			return failed(CodeQuotaUnavailable, err)
 		case errors.Is(err, quota.ErrRateLimited):
@@ -99,9 +100,19 @@ func (s *Service) exchange(ctx context.Context, supplier string, req QuoteReques
 	return outcome{quote: q}
 }
 
+// rateCost is what one call for req weighs in the rate quota: its quantity
+// with Config.RateByQuantity, else 1.
+func (s *Service) rateCost(req QuoteRequest) int {
+	if s.rateByQty {
+		return max(req.Quantity, 1)
+	}
+	return 1
+}
+
 func (s *Service) newRequest(ctx context.Context, supplier string, req QuoteRequest, id string, left time.Duration) (*http.Request, error) {
 	u := s.providerURL.JoinPath("quotes", supplier)
-	u.RawQuery = url.Values{"sku": {req.SKU}, "scenario": {req.Scenario}}.Encode()
+	// qty is the order's quantity: what a supplier that limits cost counts.
+	u.RawQuery = url.Values{"sku": {req.SKU}, "scenario": {req.Scenario}, "qty": {strconv.Itoa(req.Quantity)}}.Encode()
 	r, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("quoteflow: cannot build the request to %s: %w", supplier, err)

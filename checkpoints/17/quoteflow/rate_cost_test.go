@@ -1,0 +1,73 @@
+package quoteflow
+
+import (
+	"net/http"
+	"path"
+	"sync"
+	"testing"
+	"time"
+
+	"quoteflowlab.dev/checkpoints/17/quota"
+)
+
+// qtySpy records the qty each supplier was sent.
+type qtySpy struct {
+	mu   sync.Mutex
+	sent map[string][]string
+}
+
+func (q *qtySpy) reply(r *http.Request, attempt int) (*http.Response, error) {
+	q.mu.Lock()
+	q.sent[path.Base(r.URL.Path)] = append(q.sent[path.Base(r.URL.Path)], r.URL.Query().Get("qty"))
+	q.mu.Unlock()
+	return normal(r, attempt)
+}
+
+// A rate quota of 10 per supplier and minute: two quotes of quantity 6 are
+// two calls (within a quota of calls) but 12 units (beyond a quota of cost).
+func TestARateByQuantityWeighsEachCallByItsOrder(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		byQuantity  bool
+		wantLimited int
+	}{
+		{"calls", false, 0},
+		{"quantity", true, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spy := &qtySpy{sent: map[string][]string{}}
+			fake := newFake(map[string]reply{"atlas": spy.reply, "boreal": spy.reply, "cedar": spy.reply})
+			q, err := quota.NewLocal(DefaultOutbound, quota.Rate{N: 10, Per: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := newService(t, Config{Transport: fake, Quota: q, RateByQuantity: c.byQuantity})
+			if _, err := s.Quote(testCtx(t), kb(6)); err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Quote(testCtx(t), kb(6))
+			if err != nil {
+				t.Fatal(err)
+			}
+			limited := 0
+			for _, f := range res.Failures {
+				if f.Code == CodeRateLimited {
+					limited++
+				}
+			}
+			if limited != c.wantLimited {
+				t.Errorf("second quote of 6: failures %v, %d rate_limited; want %d", res.Failures, limited, c.wantLimited)
+			}
+			if n := fake.TotalCalls(); n != 3+3-c.wantLimited {
+				t.Errorf("%d supplier calls, want %d: a call the quota refuses is never sent", n, 6-c.wantLimited)
+			}
+			for supplier, qtys := range spy.sent {
+				for _, got := range qtys {
+					if got != "6" {
+						t.Errorf("%s was sent qty=%q, want 6: the order's quantity, what a cost-limited supplier counts", supplier, got)
+					}
+				}
+			}
+		})
+	}
+}
