@@ -34,9 +34,9 @@ type RetryPolicy struct {
 // timeout is the answer.
 var QuoteRetry = RetryPolicy{
 	MaxAttempts: 2,
-	Retry:       classifyQuote,
+	Retry:       classifyQuote, // a 503, a transport error on the transientErrors list
 	BackoffBase: 20 * time.Millisecond,
-	BackoffCap:  30 * time.Millisecond,
+	BackoffCap:  30 * time.Millisecond, // the pause is uniform in [20, 30] ms
 }
 
 // BasketRetry is a basket line's policy (lesson 16). Whatever it gives up on
@@ -47,9 +47,9 @@ var QuoteRetry = RetryPolicy{
 // [0, min(500 ms, 50 ms·2^(k-1))] ("full jitter", by fanout.Run).
 var BasketRetry = RetryPolicy{
 	MaxAttempts: 3,
-	Retry:       fanout.Classify,
+	Retry:       fanout.Classify, // 429, every 5xx, the call's own timeout, transient transport errors
 	BackoffBase: 50 * time.Millisecond,
-	BackoffCap:  500 * time.Millisecond,
+	BackoffCap:  500 * time.Millisecond, // retry k waits uniform in [0, min(500, 50·2^(k-1))] ms
 }
 
 // classifyQuote is QuoteRetry's judgement: a 503 and a transient transport
