@@ -5,6 +5,7 @@ import (
 	"path"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"quoteflowlab.dev/checkpoints/17/quota"
@@ -70,4 +71,37 @@ func TestARateByQuantityWeighsEachCallByItsOrder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The floor holds after a rate wait: room that comes 790 ms into a 800 ms
+// budget would leave 10 ms, under the 50 ms floor, so no call is made.
+func TestNoCallStartsBelowTheFloorAfterARateWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var sent []string
+		b := func(r *http.Request, attempt int) (*http.Response, error) {
+			mu.Lock()
+			sent = append(sent, r.Header.Get("X-Budget-Ms"))
+			mu.Unlock()
+			return normal(r, attempt)
+		}
+		fake := newFake(map[string]reply{"boreal": b})
+		q, err := quota.NewLocal(DefaultOutbound, quota.Rate{N: 1, Per: 790 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newService(t, Config{Transport: fake, Quota: q, MinAttempt: 50 * time.Millisecond})
+		if _, err := s.Quote(t.Context(), kb(1)); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		res, err := s.Quote(t.Context(), kb(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := codes(res)["boreal"]; got != CodeRateLimited || len(sent) != 1 || time.Since(start) != 0 {
+			t.Errorf("boreal %q, sent X-Budget-Ms %v, answered after %v; want rate_limited at once, one call only (the first quote's)",
+				got, sent, time.Since(start))
+		}
+	})
 }

@@ -57,14 +57,23 @@ func (s *Service) attempt(ctx context.Context, supplier string, req QuoteRequest
 
 // exchange is one GET to supplier with left as its budget, the slot already
 // held. With a rate quota, it first waits for room for one more request to
-// supplier (all processes sharing the quota together), weighing rateCost.
+// supplier (all processes sharing the quota together), weighing rateCost,
+// and makes no call when that room comes with less than the floor left.
 func (s *Service) exchange(ctx context.Context, supplier string, req QuoteRequest, id string, left time.Duration) outcome {
 	if s.rate != nil {
-		switch err := s.rate.WaitN(ctx, supplier, s.rateCost(req)); {
+		// The floor holds after the wait too: room that comes with less than
+		// the floor left is no room, so the wait ends the floor early.
+		waitCtx, cancel := ctx, context.CancelFunc(func() {})
+		if d, ok := ctx.Deadline(); ok {
+			waitCtx, cancel = context.WithDeadline(ctx, d.Add(-s.minAttempt))
+		}
+		err := s.rate.WaitN(waitCtx, supplier, s.rateCost(req))
+		cancel()
+		switch {
 		case errors.Is(err, quota.ErrUnavailable) && ctx.Err() == nil:
 			return failed(CodeQuotaUnavailable, err)
-		case errors.Is(err, quota.ErrRateLimited):
-			return failed(CodeRateLimited, err)
+		case errors.Is(err, quota.ErrRateLimited), err != nil && ctx.Err() == nil:
+			return failed(CodeRateLimited, quota.ErrRateLimited) // no room while a call could still finish
 		case err != nil:
 			return failed(CodeTimeout, err) // the deadline passed while waiting for the rate
 		}
