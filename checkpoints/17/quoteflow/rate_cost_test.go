@@ -3,11 +3,14 @@ package quoteflow
 import (
 	"net/http"
 	"path"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"quoteflowlab.dev/checkpoints/17/internal/redistest"
 	"quoteflowlab.dev/checkpoints/17/quota"
 )
 
@@ -104,4 +107,66 @@ func TestNoCallStartsBelowTheFloorAfterARateWait(t *testing.T) {
 				got, sent, time.Since(start))
 		}
 	})
+}
+
+// A quota of cost holds across processes: three processes share 100 units of
+// quantity per 600 ms, and boreal never sees more than 100 units arrive in
+// any 300 ms (the other 300 ms are slack for a busy machine between an
+// admission and its arrival), though each process sends orders of 40.
+func TestTheCostQuotaHoldsAcrossProcesses(t *testing.T) {
+	s := redistest.Start(t)
+	type arrival struct {
+		at  time.Time
+		qty int
+	}
+	var mu sync.Mutex
+	var arrivals []arrival
+	fake := newFake(map[string]reply{"boreal": func(r *http.Request, attempt int) (*http.Response, error) {
+		qty, _ := strconv.Atoi(r.URL.Query().Get("qty"))
+		mu.Lock()
+		arrivals = append(arrivals, arrival{time.Now(), qty})
+		mu.Unlock()
+		return normal(r, attempt)
+	}})
+	qc := quota.RedisConfig{Limit: 6, Rate: quota.Rate{N: 100, Per: 600 * time.Millisecond}}
+	var svcs []*Service
+	for range 3 {
+		svcs = append(svcs, redisProcess(t, s.URL(), fake, qc, Config{Budget: 2 * time.Second, RateByQuantity: true}).svc)
+	}
+	var wg sync.WaitGroup
+	var limited atomic.Int64
+	for _, svc := range svcs {
+		for _, qty := range []int{40, 40, 10} { // 270 units of boreal in all: 2.7 windows
+			wg.Go(func() {
+				res, err := svc.Quote(testCtx(t), kb(qty))
+				if err != nil {
+					t.Errorf("Quote: %v", err)
+					return
+				}
+				if codes(res)["boreal"] == CodeRateLimited {
+					limited.Add(1)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(arrivals)+int(limited.Load()) != 9 {
+		t.Errorf("boreal saw %d calls and %d were rate_limited; want 9 in all", len(arrivals), limited.Load())
+	}
+	if len(arrivals) < 3 {
+		t.Errorf("boreal saw only %d of 9 calls in a 2 s budget at 100 units per 600 ms", len(arrivals))
+	}
+	for _, first := range arrivals {
+		sum := 0
+		for _, a := range arrivals {
+			if d := a.at.Sub(first.at); d >= 0 && d < 300*time.Millisecond {
+				sum += a.qty
+			}
+		}
+		if sum > 100 {
+			t.Fatalf("%d units of quantity reached boreal within 300 ms: a supplier limiting 100 would answer 429", sum)
+		}
+	}
 }
