@@ -55,6 +55,7 @@ func TestRunRefusesWhatItCannotDo(t *testing.T) {
 		{"redis URL malformed", []string{"--redis", "redis://127.0.0.1:6379/notadb", "--addr", busy.Addr().String()}, 2, "--redis"},
 		{"bad rate", []string{"--redis", "redis://127.0.0.1:1/0", "--rate", "5", "--addr", busy.Addr().String()}, 2, "--rate"},
 		{"rate without redis", []string{"--rate", "5/250ms", "--addr", busy.Addr().String()}, 2, "--rate needs --redis"},
+		{"bad rate-by", []string{"--redis", "redis://127.0.0.1:1/0", "--rate", "5/250ms", "--rate-by", "tokens", "--addr", busy.Addr().String()}, 2, "--rate-by \"tokens\": want calls or quantity"},
 		{"redis not answering", []string{"compensate", "--once", "--redis", "redis://" + busy.Addr().String() + "/0"}, 1, "cannot reach Redis"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
