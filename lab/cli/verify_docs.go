@@ -18,15 +18,15 @@ import (
 func docsItems(root string) []verifyItem {
 	var items []verifyItem
 	for _, l := range course.Lessons {
-		page := filepath.Join(root, filepath.FromSlash(l.Page))
+		page := filepath.Join(root, filepath.FromSlash(l.Page()))
 		data, err := os.ReadFile(page)
 		if err != nil {
 			continue
 		}
-		markers, err := demo.Markers(l.Page, string(data))
+		markers, err := demo.Markers(l.Page(), string(data))
 		if err != nil {
 			items = append(items, verifyItem{
-				name: "docs: " + l.Page + " markers",
+				name: "docs: " + l.Page() + " markers",
 				run:  func(context.Context) itemResult { return itemResult{Summary: err.Error()} },
 			})
 			continue
@@ -43,7 +43,7 @@ func docsItems(root string) []verifyItem {
 		for _, key := range order {
 			ms := byDemo[key]
 			items = append(items, verifyItem{
-				name: "docs: " + l.Page + ": lab demo " + key,
+				name: "docs: " + l.Page() + ": lab demo " + key,
 				run:  func(ctx context.Context) itemResult { return checkDemoFigures(ctx, root, ms) },
 			})
 		}

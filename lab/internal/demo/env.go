@@ -96,7 +96,7 @@ func (e *Env) Build(ctx context.Context, lesson int, mutant string) (string, err
 	}
 	overlay := ""
 	if mutant != "" {
-		vs, err := variant.Load(e.Root, l.Checks, l.Exercise)
+		vs, err := variant.Load(e.Root, l.Checks(), l.Exercise())
 		if err != nil {
 			return "", err
 		}
@@ -107,7 +107,7 @@ func (e *Env) Build(ctx context.Context, lesson int, mutant string) (string, err
 			}
 		}
 		if found == nil {
-			return "", fmt.Errorf("no check %s in %s", mutant, l.Checks)
+			return "", fmt.Errorf("no check %s in %s", mutant, l.Checks())
 		}
 		if overlay, err = variant.WriteOverlay(e.Root, filepath.Join(e.Dir, "overlay-"+mutant), *found); err != nil {
 			return "", err
@@ -118,13 +118,13 @@ func (e *Env) Build(ctx context.Context, lesson int, mutant string) (string, err
 		name += "-" + mutant
 	}
 	bin := filepath.Join(e.Dir, "bin", runner.Exe(name))
-	fmt.Fprintf(e.Log, "building %s/cmd/quoteflow%s\n", l.Checkpoint, map[bool]string{true: " with the mutant " + mutant}[mutant != ""])
-	res := runner.Build(ctx, filepath.Join(e.Root, filepath.FromSlash(l.Checkpoint)), overlay, bin, "./cmd/quoteflow")
+	fmt.Fprintf(e.Log, "building %s/cmd/quoteflow%s\n", l.Checkpoint(), map[bool]string{true: " with the mutant " + mutant}[mutant != ""])
+	res := runner.Build(ctx, filepath.Join(e.Root, filepath.FromSlash(l.Checkpoint())), overlay, bin, "./cmd/quoteflow")
 	if !res.OK() {
 		if res.Err != nil {
 			return "", res.Err
 		}
-		return "", fmt.Errorf("go build %s: %s", l.Checkpoint, strings.TrimSpace(res.Output))
+		return "", fmt.Errorf("go build %s: %s", l.Checkpoint(), strings.TrimSpace(res.Output))
 	}
 	e.bins[key] = bin
 	return bin, nil
