@@ -239,10 +239,11 @@ func cmdProvider(ts *testscript.TestScript, neg bool, args []string) {
 	fs.SetOutput(io.Discard)
 	scale := fs.Float64("latency-scale", 1, "")
 	maxKeys := fs.Int("max-keys", 0, "")
+	seed := fs.Uint64("seed", provider.DefaultSeed, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		ts.Fatalf("usage: provider [-latency-scale F] [-max-keys N]")
+		ts.Fatalf("usage: provider [-latency-scale F] [-max-keys N] [-seed N]")
 	}
-	srv, err := provider.Start(provider.Options{LatencyScale: *scale, MaxKeys: *maxKeys}, "127.0.0.1:0", "127.0.0.1:0")
+	srv, err := provider.Start(provider.Options{LatencyScale: *scale, MaxKeys: *maxKeys, Seed: *seed}, "127.0.0.1:0", "127.0.0.1:0")
 	ts.Check(err)
 	ts.Defer(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -347,7 +348,7 @@ func cmdChecked(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	l, err := cli.Lesson(args[0])
 	ts.Check(err)
-	dir := filepath.Join(ts.Getenv("REPO"), filepath.FromSlash(l.Checks))
+	dir := filepath.Join(ts.Getenv("REPO"), filepath.FromSlash(l.Checks()))
 	defs, err := filepath.Glob(filepath.Join(dir, "*.txtar"))
 	ts.Check(err)
 	stdout := ts.ReadFile("stdout")
@@ -379,7 +380,7 @@ func cmdChecked(ts *testscript.TestScript, neg bool, args []string) {
 	if !strings.Contains(stdout, "\n"+score+"\n") {
 		ts.Fatalf("no line %q", score)
 	}
-	cp := strings.TrimLeft(filepath.Base(l.Checkpoint), "0")
+	cp := strings.TrimLeft(filepath.Base(l.Checkpoint()), "0")
 	verdict := fmt.Sprintf("verdict: PASSED: the answer passes on checkpoint %s and catches %d/%d required mutants", cp, required, required)
 	if bonus > 0 {
 		verdict += fmt.Sprintf(" (bonus: %d/%d)", bonus, bonus)
@@ -530,6 +531,10 @@ func doHTTP(args []string) (out string, reqErr, err error) {
 			return nil, err
 		}
 		for _, h := range headers {
+			if http.CanonicalHeaderKey(h[0]) == "Host" {
+				req.Host = h[1] // net/http sends req.Host, never a Host header of the map
+				continue
+			}
 			req.Header.Add(h[0], h[1])
 		}
 		if body != nil && req.Header.Get("Content-Type") == "" {

@@ -544,3 +544,39 @@ func openBenchData(b *testing.B) *data {
 	store, _ := NewBoltStore(db, q, 0)
 	return &data{db: db, store: store, queue: q}
 }
+
+// A worker killed on a job's last try (kill -9: it never reports) leaves the
+// job leased; when that lease runs out the job is dead, and its basket line
+// is settled with it in the same transaction: dead, with the queue's reason,
+// and pending falls to 0.
+func TestADeadJobSettlesItsBasketLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := newFake(map[string]reply{"boreal": status(503)})
+		d := newData(t)
+		s := basketService(t, fake, d, Config{})
+		b, err := s.Basket(t.Context(), lines(1))
+		if err != nil || b.Pending != 1 {
+			t.Fatalf("basket %+v, %v; want boreal queued", b, err)
+		}
+		for try := range queue.DefaultMaxTries { // each delivery's worker dies before it reports
+			if jobs, err := d.queue.Lease(t.Context(), 10, time.Second); err != nil || len(jobs) != 1 {
+				t.Fatalf("delivery %d: %d jobs, %v", try+1, len(jobs), err)
+			}
+			time.Sleep(2 * time.Second)
+		}
+		if jobs, err := d.queue.Lease(t.Context(), 10, time.Second); err != nil || len(jobs) != 0 {
+			t.Fatalf("after the last lease ran out: %d jobs, %v; want none (dead)", len(jobs), err)
+		}
+		got, err := s.GetBasket(t.Context(), b.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := failureOf(got.Items[0], "boreal")
+		if !f.Dead || f.Queued || f.Code != "lease_expired" || got.Pending != 0 {
+			t.Errorf("boreal %+v, pending %d; want dead with reason lease_expired, nothing pending", f, got.Pending)
+		}
+		if c, _ := d.queue.Counts(t.Context()); c.Dead != 1 {
+			t.Errorf("queue %+v, want 1 dead", c)
+		}
+	})
+}

@@ -5,6 +5,11 @@ import "github.com/redis/go-redis/v9"
 // Every script reads the time with Redis's TIME: one clock for all processes,
 // whatever each machine's own clock says. Each runs atomically: no other
 // command runs between its check and its write.
+//
+// A lease whose expiry is past now + TTL was never written by a script
+// (they write now + TTL at most): a score of +inf, or one written from a
+// clock far ahead. acquireScript and renewScript drop it with the expired
+// ones, so no such member blocks a slot for longer than a TTL.
 
 // acquireScript admits lease ARGV[3] if fewer than ARGV[1] unexpired leases
 // are held, with expiry = now + ARGV[2] ms.
@@ -32,6 +37,7 @@ if not epoch then
 end
 local grace = tonumber(redis.call('HGET', KEYS[2], 'grace'))
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. (now + ttl), '+inf')
 local held = redis.call('ZCARD', KEYS[1])
 if redis.call('ZSCORE', KEYS[1], ARGV[3]) then
   return {1, epoch, held, 0}
@@ -63,6 +69,7 @@ if not epoch then
   redis.call('HSET', KEYS[2], 'id', epoch, 'grace', now + ttl)
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. (now + ttl), '+inf')
 local lost = 0
 for i = 5, #ARGV do
   if redis.call('ZSCORE', KEYS[1], ARGV[i]) or redis.call('ZCARD', KEYS[1]) < limit then

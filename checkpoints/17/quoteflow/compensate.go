@@ -107,6 +107,9 @@ func (s *Service) record(ctx context.Context, j queue.Job, c compensation, r fan
 		if err != nil || !dead {
 			return err
 		}
+		// The stores settle a dead job's line in the queue's own transaction
+		// (or script), so this finds it settled and changes nothing; it
+		// covers a queue and store that do not.
 		return s.settle(ctx, c, nil, &LineFailure{Supplier: c.Supplier, Code: Code(r.Code), Attempts: r.Attempts,
 			ElapsedMS: millis(r.Elapsed), Dead: true})
 	}

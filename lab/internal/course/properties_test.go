@@ -40,35 +40,35 @@ func TestEveryPropertyHasItsSmallestViolation(t *testing.T) {
 		if l.Method != report.Mutants {
 			continue
 		}
-		t.Run(l.Exercise, func(t *testing.T) {
-			table := l.Checks + "/properties.md"
+		t.Run(l.Exercise(), func(t *testing.T) {
+			table := l.Checks() + "/properties.md"
 			data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(table)))
 			if err != nil {
-				t.Fatalf("%s: no property table: %v", l.Exercise, err)
+				t.Fatalf("%s: no property table: %v", l.Exercise(), err)
 			}
 			props, err := parseProperties(string(data))
 			if err != nil {
 				t.Fatalf("%s: %v", table, err)
 			}
-			checks, err := variant.Load(root, l.Checks, l.Exercise)
+			checks, err := variant.Load(root, l.Checks(), l.Exercise())
 			if err != nil {
 				t.Fatal(err)
 			}
 			mutants := map[string]bool{}
 			for _, v := range checks {
-				if v.Kind == variant.Mutant {
+				if v.Kind == report.Mutant {
 					mutants[v.Name] = false
 				}
 			}
-			starter := commentText(t, root, l.Starter)
-			said := normalize(starter + "\n" + read(t, root, l.Hint) + "\n" + read(t, root, l.Page))
+			starter := commentText(t, root, l.Starter())
+			said := normalize(starter + "\n" + read(t, root, l.Hint()) + "\n" + read(t, root, l.Page()))
 			for _, p := range props {
 				if len(p.mutants) == 0 {
 					t.Errorf("%s:%d: %q has no mutant: add its smallest violation", table, p.line, p.name)
 				}
 				for _, m := range p.mutants {
 					if _, ok := mutants[m]; !ok {
-						t.Errorf("%s:%d: %q lists %s, which is not a mutant in %s", table, p.line, p.name, m, l.Checks)
+						t.Errorf("%s:%d: %q lists %s, which is not a mutant in %s", table, p.line, p.name, m, l.Checks())
 						continue
 					}
 					mutants[m] = true
@@ -92,7 +92,7 @@ func TestEveryPropertyHasItsSmallestViolation(t *testing.T) {
 				if !slices.ContainsFunc(props, func(p property) bool {
 					return slices.ContainsFunc(p.stated, func(s string) bool { return strings.Contains(n, normalize(s)) })
 				}) {
-					t.Errorf("%s: the starter states %q, and no row of %s quotes it", l.Exercise, short(item), table)
+					t.Errorf("%s: the starter states %q, and no row of %s quotes it", l.Exercise(), short(item), table)
 				}
 			}
 		})

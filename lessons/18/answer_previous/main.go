@@ -18,7 +18,8 @@
 //     a seventh in under contention.
 //  2. A killed process gives its slots back by itself: one process takes all
 //     6 slots and dies without releasing (Close: no more renewals, as after
-//     kill -9). Within the TTL + 20% the other two hold 6 again.
+//     kill -9), right away (fresh leases) and after a renewal. Within the
+//     TTL + 20% the other two hold 6 again; leases living 1.5 TTLs miss it.
 //  3. Fail closed: with Redis stopped, Acquire and Wait fail at once with
 //     quota.ErrUnavailable, and a service quote reports quota_unavailable for
 //     every supplier with zero supplier calls. Redis back (empty), the same
@@ -209,11 +210,14 @@ func oneLimitForThree(srv *server) error {
 // its leases expire: killed right after taking them (fresh leases), and
 // killed after a renewal (renewed leases expire too).
 func aKilledProcessGivesItsSlotsBack(srv *server) error {
-	const ttl = 600 * time.Millisecond
-	if err := killedHolding(srv, ttl, 0); err != nil {
+	// Fresh leases expire by the kill + TTL; leases that live 1.5 TTLs not
+	// before the kill + 1.5 TTL less the moments between the last Acquire
+	// and the kill. A TTL of 1 s leaves 200 ms on either side of TTL + 20%.
+	if err := killedHolding(srv, time.Second, 0); err != nil {
 		return fmt.Errorf("killed right after taking its slots: %w", err)
 	}
 	// ttl/2: a renewal (every ttl/3) has run, the leases are live, not fresh.
+	const ttl = 600 * time.Millisecond
 	if err := killedHolding(srv, ttl, ttl/2); err != nil {
 		return fmt.Errorf("killed after a renewal: %w", err)
 	}
@@ -221,10 +225,9 @@ func aKilledProcessGivesItsSlotsBack(srv *server) error {
 }
 
 // killedHolding: one process takes every slot, lives on for alive, and is
-// killed; the other two must hold every slot again within the TTL + 20%.
-// Measured from the kill, a lease taken or renewed at most ttl/3 before it
-// is free by TTL, and one that lives 1.5 TTLs not before 1.17 TTL: the 20%
-// leave a busy machine 120 ms and catch both.
+// killed; the other two must hold every slot again within the TTL + 20%,
+// measured from the kill: a lease taken or renewed before it is free by
+// then (the 20% are for a busy machine), one that outlives its TTL is not.
 func killedHolding(srv *server, ttl, alive time.Duration) error {
 	qs, closeAll, err := processes(srv.url(), 3, quota.RedisConfig{Limit: limit, TTL: ttl})
 	if err != nil {
@@ -611,8 +614,8 @@ func noneAdmittedWhileHeld(qs []*quota.Redis, d time.Duration) error {
 			qs[1].Release()
 			return fmt.Errorf("another process was admitted while %d calls still ran: a lease expired under a running call", limit)
 		}
-		if !errors.Is(err, context.DeadlineExceeded) {
-			return err
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, quota.ErrUnavailable) {
+			return err // ErrUnavailable: a round trip cut on a busy machine, nothing admitted
 		}
 	}
 	return nil
@@ -621,10 +624,18 @@ func noneAdmittedWhileHeld(qs []*quota.Redis, d time.Duration) error {
 func holdN(q *quota.Redis, n int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	for i := range n {
-		if err := q.Acquire(ctx); err != nil {
+	for i := 0; i < n; {
+		err := q.Acquire(ctx)
+		if errors.Is(err, quota.ErrUnavailable) && ctx.Err() == nil {
+			// Failed closed: a round trip took longer than the client's
+			// read limit (a busy machine). Nothing is held; try again.
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("taking %d free slots, got %d: %v", n, i, err)
 		}
+		i++
 	}
 	return nil
 }

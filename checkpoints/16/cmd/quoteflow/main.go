@@ -17,9 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
-
 	"quoteflowlab.dev/checkpoints/16/queue"
 	"quoteflowlab.dev/checkpoints/16/quoteflow"
 )
@@ -131,10 +128,7 @@ func open(provider, dir string) (svc *quoteflow.Service, closeData func(), err e
 		return nil, nil, err
 	}
 	path := filepath.Join(dir, "quoteflow.db")
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, nil, fmt.Errorf("%s is in use (is another quoteflow running on it? Stop it or pick another --data)", path)
-	}
+	db, err := openData(path) // a damaged file is refused here, in one sentence
 	if err != nil {
 		return nil, nil, err
 	}
@@ -154,6 +148,16 @@ func open(provider, dir string) (svc *quoteflow.Service, closeData func(), err e
 		return nil, nil, err
 	}
 	return svc, func() { svc.Close(); db.Close() }, nil
+}
+
+// dataFile is where the bbolt file in dir lives, as an absolute path when
+// it can be had: the start line says where the data is, wherever it ran from.
+func dataFile(dir string) string {
+	path := filepath.Join(dir, "quoteflow.db")
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
 
 func serve(addr, provider, data string, stdout io.Writer) error {
@@ -187,7 +191,7 @@ func serve(addr, provider, data string, stdout io.Writer) error {
 		defer cancel()
 		srv.Shutdown(grace) // in-flight quotes end within their budget
 	}()
-	fmt.Fprintf(stdout, "quoteflow listening on http://%s (provider %s, data %s)\n", ln.Addr(), provider, data)
+	fmt.Fprintf(stdout, "quoteflow listening on http://%s (provider %s, data %s)\n", ln.Addr(), provider, dataFile(data))
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -17,9 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
-
 	"github.com/redis/go-redis/v9"
 
 	"quoteflowlab.dev/checkpoints/17/queue"
@@ -237,10 +234,7 @@ func openBolt(provider, dir string) (svc *quoteflow.Service, closeData func(), e
 		return nil, nil, err
 	}
 	path := filepath.Join(dir, "quoteflow.db")
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, nil, fmt.Errorf("%s is in use (is another quoteflow running on it? Stop it or pick another --data)", path)
-	}
+	db, err := openData(path) // a damaged file is refused here, in one sentence
 	if err != nil {
 		return nil, nil, err
 	}
@@ -260,6 +254,16 @@ func openBolt(provider, dir string) (svc *quoteflow.Service, closeData func(), e
 		return nil, nil, err
 	}
 	return svc, func() { svc.Close(); db.Close() }, nil
+}
+
+// dataFile is where the bbolt file in dir lives, as an absolute path when
+// it can be had: the start line says where the data is, wherever it ran from.
+func dataFile(dir string) string {
+	path := filepath.Join(dir, "quoteflow.db")
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
 
 func serve(addr, provider, data string, shared *sharedFlags, stdout io.Writer) error {
@@ -293,7 +297,7 @@ func serve(addr, provider, data string, shared *sharedFlags, stdout io.Writer) e
 		defer cancel()
 		srv.Shutdown(grace) // in-flight quotes end within their budget
 	}()
-	where := "data " + data
+	where := "data " + dataFile(data)
 	if shared.url != "" {
 		where = "redis " + shared.url
 	}

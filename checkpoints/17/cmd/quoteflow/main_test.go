@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -118,5 +119,19 @@ func TestItSaysWhichQuotaAndQueueItUses(t *testing.T) {
 	}
 	if want := "compensation: pending 0, leased 0, done 0, dead 0, pruned 0\n"; stdout.String() != want {
 		t.Errorf("stdout %q, want %q", stdout.String(), want)
+	}
+}
+
+// The start line names the data file by its absolute path: run from any
+// directory, the reader learns where the baskets and the queue live.
+func TestItSaysWhereTheDataLives(t *testing.T) {
+	t.Chdir(t.TempDir())
+	got := dataFile("./quoteflow-data")
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(wd, "quoteflow-data", "quoteflow.db"); got != want {
+		t.Errorf("dataFile(./quoteflow-data) = %q, want %q", got, want)
 	}
 }
