@@ -64,10 +64,11 @@ type verifyResult struct {
 // instructor's run over every checkpoint, answer, starter, mutant and the
 // provider, as groups of the suite's own tests.
 func runVerify(args []string, stdout, stderr io.Writer) int {
-	fset := newFlags("verify", "[--json] [--deep] [--no-cache] [FILTER...]   (FILTER: run only items whose name contains it, e.g. E14)", stderr)
+	fset := newFlags("verify", "[--json] [--deep | --docs] [--no-cache] [FILTER...]   (FILTER: run only items whose name contains it, e.g. E14)", stderr)
 	asJSON := fset.Bool("json", false, "print the results as one JSON document (progress goes to stderr)")
 	noCache := fset.Bool("no-cache", false, "rerun tests whose results go test has cached (go test -count=1)")
 	deep := fset.Bool("deep", false, "also run each checkpoint's own tests against each of its mutants (slower)")
+	docs := fset.Bool("docs", false, "only check the lesson pages' figures: run each `lab demo` a page shows and compare its figures with the page's, within the tolerances written beside them")
 	filters, code, ok := parseArgs(fset, args)
 	if !ok {
 		return code
@@ -77,6 +78,13 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	items := verifyItems(root)
+	if *docs {
+		items = docsItems(root)
+		if len(items) == 0 {
+			fmt.Fprintln(stderr, "lab verify --docs: no page has a <!-- figures: lab demo ... --> marker")
+			return 1
+		}
+	}
 	if *deep {
 		items = append(items, deepItems(root)...)
 	}

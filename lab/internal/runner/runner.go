@@ -277,3 +277,11 @@ func watchStarvation(pid int) func() (time.Duration, bool) {
 		return total, ok
 	}
 }
+
+// SetGroup makes cmd, when started, the leader of a process group of its
+// own, so KillGroup kills it with everything it started: for long-running
+// children the caller starts itself (lab demo's servers).
+func SetGroup(cmd *exec.Cmd) { setGroup(cmd) }
+
+// KillGroup kills cmd's whole process group (taskkill /T on Windows).
+func KillGroup(cmd *exec.Cmd) { killGroup(cmd) }
