@@ -57,6 +57,13 @@
 //	    `wait b1` puts what it printed in stdout. Exit 1 on a transport error
 //	    or an -until that never matched, 2 on a usage error.
 //
+//	checked ENN
+//	    Asserts that the last command's stdout (a `lab check ENN` run of an
+//	    answer that must pass) lists every mutant in lessons/NN/mutants as
+//	    caught, with its required/bonus tag, every wheat as passed, and the
+//	    score and verdict lines with the counts of that folder: adding a
+//	    mutant needs no edit of the script.
+//
 //	grab VAR REGEXP
 //	    Sets $VAR to the first (group) of REGEXP's first match in the last
 //	    command's stdout (a basket's ID, a line's request ID); fails if none.
@@ -118,6 +125,7 @@ func TestScripts(t *testing.T) {
 			"starter":  cmdStarter,
 			"alive":    cmdAlive,
 			"grab":     cmdGrab,
+			"checked":  cmdChecked,
 		},
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
@@ -231,10 +239,11 @@ func cmdProvider(ts *testscript.TestScript, neg bool, args []string) {
 	fs.SetOutput(io.Discard)
 	scale := fs.Float64("latency-scale", 1, "")
 	maxKeys := fs.Int("max-keys", 0, "")
+	seed := fs.Uint64("seed", provider.DefaultSeed, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		ts.Fatalf("usage: provider [-latency-scale F] [-max-keys N]")
+		ts.Fatalf("usage: provider [-latency-scale F] [-max-keys N] [-seed N]")
 	}
-	srv, err := provider.Start(provider.Options{LatencyScale: *scale, MaxKeys: *maxKeys}, "127.0.0.1:0", "127.0.0.1:0")
+	srv, err := provider.Start(provider.Options{LatencyScale: *scale, MaxKeys: *maxKeys, Seed: *seed}, "127.0.0.1:0", "127.0.0.1:0")
 	ts.Check(err)
 	ts.Defer(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -279,16 +288,16 @@ func cmdStarter(ts *testscript.TestScript, neg bool, args []string) {
 	l, err := cli.Lesson(args[0])
 	ts.Check(err)
 	repo, dir := ts.Getenv("REPO"), ts.MkAbs(args[1])
-	list, err := exec.Command("git", "-C", repo, "ls-tree", "-r", "--name-only", "HEAD", "--", l.Starter).Output()
+	list, err := exec.Command("git", "-C", repo, "ls-tree", "-r", "--name-only", "HEAD", "--", l.Starter()).Output()
 	if err != nil || len(list) == 0 {
-		ts.Logf("not a git checkout (%v): copying the working tree's %s", err, l.Starter)
-		ts.Check(copyTree(filepath.Join(repo, filepath.FromSlash(l.Starter)), dir))
+		ts.Logf("not a git checkout (%v): copying the working tree's %s", err, l.Starter())
+		ts.Check(copyTree(filepath.Join(repo, filepath.FromSlash(l.Starter())), dir))
 		return
 	}
 	for name := range strings.SplitSeq(strings.TrimSpace(string(list)), "\n") {
 		data, err := exec.Command("git", "-C", repo, "show", "HEAD:"+name).Output()
 		ts.Check(err)
-		dst := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(name, l.Starter+"/")))
+		dst := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(name, l.Starter()+"/")))
 		ts.Check(os.MkdirAll(filepath.Dir(dst), 0o755))
 		ts.Check(os.WriteFile(dst, data, 0o644))
 	}
@@ -329,6 +338,74 @@ func cmdGrab(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("grab: no match for %q in stdout", args[1])
 	}
 	ts.Setenv(args[0], m[1])
+}
+
+// cmdChecked compares a passing `lab check` report with the checks that the
+// exercise's mutants folder holds.
+func cmdChecked(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: checked ENN")
+	}
+	l, err := cli.Lesson(args[0])
+	ts.Check(err)
+	dir := filepath.Join(ts.Getenv("REPO"), filepath.FromSlash(l.Checks()))
+	defs, err := filepath.Glob(filepath.Join(dir, "*.txtar"))
+	ts.Check(err)
+	stdout := ts.ReadFile("stdout")
+	var required, bonus, wheats int
+	for _, def := range defs {
+		data, err := os.ReadFile(def)
+		ts.Check(err)
+		name := strings.TrimSuffix(filepath.Base(def), ".txtar")
+		kind, req := header(string(data), "kind"), header(string(data), "required")
+		var want string
+		switch {
+		case kind == "wheat":
+			wheats++
+			want = `(?m)^  passed +required +` + name + `$`
+		case kind == "mutant" && req == "true":
+			required++
+			want = `(?m)^  caught +required +` + name + `$`
+		case kind == "mutant":
+			bonus++
+			want = `(?m)^  caught +bonus +` + name + `$`
+		default:
+			ts.Fatalf("%s: kind %q, required %q", def, kind, req)
+		}
+		if !regexp.MustCompile(want).MatchString(stdout) {
+			ts.Fatalf("%s is not reported as it must be (%s)", name, want)
+		}
+	}
+	score := fmt.Sprintf("mutation score: required %d/%d, bonus %d/%d; wheats passed %d/%d", required, required, bonus, bonus, wheats, wheats)
+	if !strings.Contains(stdout, "\n"+score+"\n") {
+		ts.Fatalf("no line %q", score)
+	}
+	cp := strings.TrimLeft(filepath.Base(l.Checkpoint()), "0")
+	verdict := fmt.Sprintf("verdict: PASSED: the answer passes on checkpoint %s and catches %d/%d required mutants", cp, required, required)
+	if bonus > 0 {
+		verdict += fmt.Sprintf(" (bonus: %d/%d)", bonus, bonus)
+	}
+	if wheats > 0 {
+		verdict += fmt.Sprintf(", and passes %d/%d wheats", wheats, wheats)
+	}
+	if !strings.Contains(stdout, "\n"+verdict+".\n") {
+		ts.Fatalf("no line %q", verdict+".")
+	}
+	ts.Logf("%s: %d required and %d bonus mutants caught, %d wheats passed", args[0], required, bonus, wheats)
+}
+
+// header returns the value of a "key: value" line before a check's first
+// "-- " section.
+func header(def, key string) string {
+	for line := range strings.SplitSeq(def, "\n") {
+		if strings.HasPrefix(line, "-- ") {
+			break
+		}
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 // cmdFreeport sets a variable to a free loopback port.
@@ -454,6 +531,10 @@ func doHTTP(args []string) (out string, reqErr, err error) {
 			return nil, err
 		}
 		for _, h := range headers {
+			if http.CanonicalHeaderKey(h[0]) == "Host" {
+				req.Host = h[1] // net/http sends req.Host, never a Host header of the map
+				continue
+			}
 			req.Header.Add(h[0], h[1])
 		}
 		if body != nil && req.Header.Get("Content-Type") == "" {

@@ -29,9 +29,9 @@ func runHint(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(lesson.Hint)))
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(lesson.Hint())))
 	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(stderr, "lab hint: %s has no hint yet (%s does not exist)\n", lesson.Exercise, lesson.Hint)
+		fmt.Fprintf(stderr, "lab hint: %s has no hint yet (%s does not exist)\n", lesson.Exercise(), lesson.Hint())
 		return 1
 	}
 	if err != nil {

@@ -138,7 +138,7 @@ func verify(ctx context.Context, root string, items []verifyItem, noCache bool, 
 		if !r.OK {
 			word = "FAILED"
 		}
-		fmt.Fprintf(progress, "%s (%s) %s\n", word, secondsOf(r.ElapsedMS), r.Summary)
+		fmt.Fprintf(progress, "%s (%s) %s\n", word, report.Seconds(r.ElapsedMS), r.Summary)
 		if !r.OK && r.Detail != "" {
 			report.Indent(progress, "    | ", r.Detail)
 		}
@@ -169,16 +169,14 @@ func writeSummary(w io.Writer, res verifyResult) {
 		if !it.OK {
 			word = "FAILED"
 		}
-		fmt.Fprintf(w, "  %-6s %-*s  %s\n", word, width, it.Name, secondsOf(it.ElapsedMS))
+		fmt.Fprintf(w, "  %-6s %-*s  %s\n", word, width, it.Name, report.Seconds(it.ElapsedMS))
 	}
 	verdict := "PASSED"
 	if !res.OK {
 		verdict = "FAILED"
 	}
-	fmt.Fprintf(w, "verify: %s: %d/%d items passed in %s\n", verdict, res.Passed, res.Total, secondsOf(res.ElapsedMS))
+	fmt.Fprintf(w, "verify: %s: %d/%d items passed in %s\n", verdict, res.Passed, res.Total, report.Seconds(res.ElapsedMS))
 }
-
-func secondsOf(ms int64) string { return fmt.Sprintf("%.1fs", float64(ms)/1000) }
 
 // scriptGroup is a family of testscripts lab verify reports as one item.
 type scriptGroup struct {
@@ -222,16 +220,12 @@ func verifyItems(root string) []verifyItem {
 	}
 	prefixed := func(p string) func(string) bool { return func(s string) bool { return strings.HasPrefix(s, p) } }
 	for _, l := range course.Lessons {
-		p := strings.ToLower(l.Exercise) + "_"
-		switch l.Method {
-		case report.Measured:
-			items = append(items,
-				scriptRun(l.Exercise+": reference answer passes, starter not started (scripts "+p+"answer, "+p+"starter)",
-					func(s string) bool { return s == p+"answer" || s == p+"starter" }),
-				scriptRun(l.Exercise+": the grader rejects every broken variant (scripts "+p+"variant_*)", prefixed(p+"variant_")),
-			)
-		default:
-			items = append(items, scriptRun(l.Exercise+": reference answer catches every mutant and passes every wheat; starter not started (scripts "+p+"*)", prefixed(p)))
+		p := strings.ToLower(l.Exercise()) + "_"
+		broken := prefixed(p + "variant_") // a measured exercise's broken variants
+		items = append(items, scriptRun(l.Exercise()+": "+graderFor(l.Method).Proves()+" (scripts "+p+"*)",
+			func(s string) bool { return strings.HasPrefix(s, p) && !broken(s) }))
+		if slices.ContainsFunc(scripts, broken) {
+			items = append(items, scriptRun(l.Exercise()+": the grader rejects every broken variant (scripts "+p+"variant_*)", broken))
 		}
 	}
 	items = append(items,

@@ -20,11 +20,11 @@ import (
 func deepItems(root string) []verifyItem {
 	var items []verifyItem
 	for _, l := range course.Lessons {
-		if l.Method != report.Mutants {
-			continue
+		if vs, err := checkpointChecks(root, l); err == nil && len(vs) == 0 {
+			continue // no mutant or wheat of the checkpoint (E15's checks are broken tools)
 		}
 		items = append(items, verifyItem{
-			name: l.Exercise + " deep: each mutant fails checkpoint " + strconv.Itoa(l.Number) + "'s own tests, each wheat passes them",
+			name: l.Exercise() + " deep: each mutant fails checkpoint " + strconv.Itoa(l.Number) + "'s own tests, each wheat passes them",
 			run:  func(ctx context.Context) itemResult { return mutantsVsCheckpointTests(ctx, root, l) },
 		})
 	}
@@ -35,16 +35,23 @@ func deepItems(root string) []verifyItem {
 // can make a test wait forever (that counts as failing, and is reported).
 const mutantTestTimeout = "60s"
 
+// checkpointChecks are lesson l's mutants and wheats: the edits of its
+// checkpoint.
+func checkpointChecks(root string, l course.Lesson) ([]variant.Variant, error) {
+	vs, err := variant.Load(root, l.Checks(), l.Exercise())
+	return slices.DeleteFunc(vs, func(v variant.Variant) bool { return v.Kind == report.Broken }), err
+}
+
 func mutantsVsCheckpointTests(ctx context.Context, root string, l course.Lesson) itemResult {
-	vs, err := variant.Load(root, l.Checks, l.Exercise)
+	vs, err := checkpointChecks(root, l)
 	if err != nil || len(vs) == 0 {
 		return itemResult{Summary: fmt.Sprintf("no mutants to run (%v)", err)}
 	}
-	dir := filepath.Join(root, filepath.FromSlash(l.Checkpoint))
+	dir := filepath.Join(root, filepath.FromSlash(l.Checkpoint()))
 	var notes []string
 	wrong := 0
 	for _, v := range vs {
-		ov, err := variant.WriteOverlay(root, filepath.Join(root, ".lab", "cache", "verify", "deep", v.Exercise, v.Name), v)
+		ov, err := variant.WriteOverlay(root, filepath.Join(course.StateDir(root), "cache", "verify", "deep", v.Exercise, v.Name), v)
 		if err != nil {
 			return itemResult{Summary: err.Error()}
 		}
@@ -58,9 +65,9 @@ func mutantsVsCheckpointTests(ctx context.Context, root string, l course.Lesson)
 		}
 		slices.Sort(failed)
 		switch {
-		case v.Kind == variant.Wheat && run.res.OK():
+		case v.Kind == report.Wheat && run.res.OK():
 			notes = append(notes, v.Name+" (wheat): every test passes, as it must")
-		case v.Kind == variant.Wheat:
+		case v.Kind == report.Wheat:
 			wrong++
 			notes = append(notes, v.Name+" (wheat): FAILS "+orBuild(failed))
 		case run.res.OK():

@@ -6,15 +6,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/grade/measured"
-	"quoteflowlab.dev/lab/internal/grade/mutation"
+	"quoteflowlab.dev/lab/internal/grade"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/watch"
 )
@@ -39,7 +37,7 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 	poll := fs.Bool("poll", false, "notice changes by scanning the folder instead of by file events: for folders where\n"+
 		"events never arrive (a Windows drive under WSL2, network and synced folders, some editors)")
 	interval := fs.Duration("poll-interval", watch.DefaultInterval, "how often --poll scans (also used when file events cannot be set up)")
-	timeout := fs.Duration("timeout", mutation.DefaultTimeout, "kill a run of the answer after this long, as for lab check")
+	timeout := fs.Duration("timeout", grade.DefaultTimeout, "kill a run of the answer after this long, as for lab check")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -65,7 +63,7 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "lab watch: every exercise passes; name one to watch it again, like `lab watch E12`")
 			return 1
 		}
-		exercise = l.Exercise
+		exercise = l.Exercise()
 	}
 	s := &watchSession{root: root, stdout: stdout, stderr: stderr, poll: *poll, interval: *interval, timeout: *timeout, usage: fs.Usage}
 	req, code, ok := s.options(exercise, *answer)
@@ -100,7 +98,7 @@ func firstNotPassed(root string, stderr io.Writer) (course.Lesson, bool) {
 		fmt.Fprintf(stderr, "lab watch: %v (taking every exercise as not started)\n", err)
 	}
 	for _, l := range course.Lessons {
-		if st.Exercises[l.Exercise].Status != course.Passed {
+		if st.Exercises[l.Exercise()].Status != report.Passed {
 			return l, true
 		}
 	}
@@ -142,20 +140,16 @@ func (s *watchSession) options(exercise, answer string) (checkRequest, int, bool
 // watch checks one exercise on every change until Ctrl-C or a key. again
 // is true when the student moves on to next.
 func (s *watchSession) watch(ctx context.Context, req checkRequest) (next checkRequest, code int, again bool) {
-	l := req.opts.Lesson
-	dir := req.opts.Answer
-	shown := dir // as the student knows it
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(s.root, filepath.FromSlash(dir))
-	}
-	w, err := watch.Start(ctx, watch.Options{Dir: dir, Match: watched(l), Poll: s.poll, Interval: s.interval})
+	l := req.req.Lesson
+	shown := req.req.Answer // as the student knows it
+	w, err := watch.Start(ctx, watch.Options{Dir: req.req.AnswerDir(), Match: req.grader.Watches, Poll: s.poll, Interval: s.interval})
 	if err != nil {
 		fmt.Fprintf(s.stderr, "lab watch: %v\n", err)
 		return next, 1, false
 	}
 	defer w.Close()
-	mode := modeLine(l, shown, w)
-	recorded := req.opts.Answer == l.Starter // as lab check: only the student's own folder is progress
+	mode := modeLine(l, req.grader.Watching(), shown, w)
+	recorded := recorded(req.req) // as lab check: only the student's own folder is progress
 	if !s.clear {
 		fmt.Fprintln(s.stdout, mode)
 	}
@@ -182,7 +176,7 @@ func (s *watchSession) watch(ctx context.Context, req checkRequest) (next checkR
 				fmt.Fprint(s.stdout, clearScreen)
 				fmt.Fprintln(s.stdout, mode)
 			}
-			fmt.Fprintf(s.stdout, "── %s · run %d · %s · %s ──\n", l.Exercise, runs, time.Now().Format("15:04:05"), last)
+			fmt.Fprintf(s.stdout, "── %s · run %d · %s · %s ──\n", l.Exercise(), runs, time.Now().Format("15:04:05"), last)
 			cur = startRun(ctx, req, s.stderr)
 		}
 		changes, done := w.C, (<-chan report.Report)(nil)
@@ -223,13 +217,13 @@ func (s *watchSession) watch(ctx context.Context, req checkRequest) (next checkR
 					hint = n
 				}
 				fmt.Fprintln(s.stdout)
-				runHint([]string{hint.Exercise}, s.stdout, s.stderr)
+				runHint([]string{hint.Exercise()}, s.stdout, s.stderr)
 			case 'n', 'N':
 				n, ok := nextLesson(l)
 				if !ok || !passed || cur != nil {
 					continue
 				}
-				if next, code, ok := s.options(n.Exercise, ""); ok {
+				if next, code, ok := s.options(n.Exercise(), ""); ok {
 					return next, code, true
 				}
 			}
@@ -264,18 +258,18 @@ func (c *checkRun) stop() {
 func (s *watchSession) footer(l course.Lesson, passed, recorded bool, shown string) {
 	if passed {
 		if recorded {
-			fmt.Fprintf(s.stdout, "%s passed: recorded for `lab list`.\n", l.Exercise)
+			fmt.Fprintf(s.stdout, "%s passed: recorded for `lab list`.\n", l.Exercise())
 		} else {
-			fmt.Fprintf(s.stdout, "%s passed (an answer outside %s is not recorded for `lab list`).\n", l.Exercise, l.Starter)
+			fmt.Fprintf(s.stdout, "%s passed (an answer outside %s is not recorded for `lab list`).\n", l.Exercise(), l.Starter())
 		}
 		n, ok := nextLesson(l)
 		switch {
 		case !ok:
 			fmt.Fprintln(s.stdout, "That was the last exercise.")
 		case s.keys != nil:
-			fmt.Fprintf(s.stdout, "next: %s · %s — press n to watch it, h for its hint, q to quit\n", n.Exercise, n.DisplayTitle(s.root))
+			fmt.Fprintf(s.stdout, "next: %s · %s — press n to watch it, h for its hint, q to quit\n", n.Exercise(), n.DisplayTitle(s.root))
 		default:
-			fmt.Fprintf(s.stdout, "next: %s · %s — run `lab watch %s` (`lab hint %s` for a hint)\n", n.Exercise, n.DisplayTitle(s.root), n.Exercise, n.Exercise)
+			fmt.Fprintf(s.stdout, "next: %s · %s — run `lab watch %s` (`lab hint %s` for a hint)\n", n.Exercise(), n.DisplayTitle(s.root), n.Exercise(), n.Exercise())
 		}
 	} else if s.keys != nil {
 		fmt.Fprintln(s.stdout, "keys: h hint · r run again · q quit")
@@ -285,39 +279,21 @@ func (s *watchSession) footer(l course.Lesson, passed, recorded bool, shown stri
 
 // nextLesson is the lesson after l in the manifest.
 func nextLesson(l course.Lesson) (course.Lesson, bool) {
-	i := slices.IndexFunc(course.Lessons, func(x course.Lesson) bool { return x.Exercise == l.Exercise })
+	i := slices.IndexFunc(course.Lessons, func(x course.Lesson) bool { return x.Exercise() == l.Exercise() })
 	if i < 0 || i+1 >= len(course.Lessons) {
 		return course.Lesson{}, false
 	}
 	return course.Lessons[i+1], true
 }
 
-// watched says which files' changes re-run the check: Go files, and for a
-// measured exercise (E15) the plan and the report it grades.
-func watched(l course.Lesson) func(rel string) bool {
-	return func(rel string) bool {
-		if strings.HasSuffix(rel, ".go") {
-			return true
-		}
-		if l.Method != report.Measured {
-			return false
-		}
-		return rel == measured.PlanFile || rel == measured.ReportFile
-	}
-}
-
 // modeLine is the first line: how changes are noticed, and how to switch.
-func modeLine(l course.Lesson, shown string, w *watch.Watcher) string {
-	what := ".go files"
-	if l.Method == report.Measured {
-		what = ".go files, " + measured.PlanFile + ", " + measured.ReportFile
-	}
+func modeLine(l course.Lesson, what, shown string, w *watch.Watcher) string {
 	switch {
 	case w.Mode == watch.Events:
-		return fmt.Sprintf("lab watch %s: file events on %s (%s) · no events arrived? try `lab watch --poll`", l.Exercise, shown, what)
+		return fmt.Sprintf("lab watch %s: file events on %s (%s) · no events arrived? try `lab watch --poll`", l.Exercise(), shown, what)
 	case w.Fallback != nil:
-		return fmt.Sprintf("lab watch %s: polling %s (%s) every %v, because file events could not be set up (%v) · --poll-interval sets the interval", l.Exercise, shown, what, w.Interval, w.Fallback)
+		return fmt.Sprintf("lab watch %s: polling %s (%s) every %v, because file events could not be set up (%v) · --poll-interval sets the interval", l.Exercise(), shown, what, w.Interval, w.Fallback)
 	default:
-		return fmt.Sprintf("lab watch %s: polling %s (%s) every %v (--poll) · file events react sooner: drop --poll", l.Exercise, shown, what, w.Interval)
+		return fmt.Sprintf("lab watch %s: polling %s (%s) every %v (--poll) · file events react sooner: drop --poll", l.Exercise(), shown, what, w.Interval)
 	}
 }

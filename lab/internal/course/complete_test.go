@@ -24,58 +24,58 @@ func TestEveryLessonIsComplete(t *testing.T) {
 	readme := read(t, root, "README.md")
 	gomod := read(t, root, "go.mod")
 	for _, l := range course.Lessons {
-		t.Run(l.Exercise, func(t *testing.T) {
+		t.Run(l.Exercise(), func(t *testing.T) {
 			for what, p := range map[string]string{
-				"lesson page": l.Page, "checkpoint": l.Checkpoint + "/go.mod", "hint": l.Hint,
+				"lesson page": l.Page(), "checkpoint": l.Checkpoint() + "/go.mod", "hint": l.Hint(),
 			} {
 				if !exists(root, p) {
-					t.Errorf("%s: no %s (%s)", l.Exercise, what, p)
+					t.Errorf("%s: no %s (%s)", l.Exercise(), what, p)
 				}
 			}
-			for what, dir := range map[string]string{"starter": l.Starter, "reference answer": l.Reference} {
+			for what, dir := range map[string]string{"starter": l.Starter(), "reference answer": l.Reference()} {
 				if !hasGo(root, dir) {
-					t.Errorf("%s: the %s %s has no .go file", l.Exercise, what, dir)
+					t.Errorf("%s: the %s %s has no .go file", l.Exercise(), what, dir)
 				}
 			}
-			checks, err := variant.Load(root, l.Checks, l.Exercise)
+			checks, err := variant.Load(root, l.Checks(), l.Exercise())
 			if err != nil {
-				t.Fatalf("%s: %v", l.Exercise, err)
+				t.Fatalf("%s: %v", l.Exercise(), err)
 			}
 			required := 0
 			for _, v := range checks {
-				if v.Required && v.Kind != variant.Wheat {
+				if v.Required && v.Kind != report.Wheat {
 					required++
 				}
 			}
 			switch l.Method {
 			case report.Mutants:
 				if required < 2 {
-					t.Errorf("%s: %d required mutants in %s; a lesson needs at least 2", l.Exercise, required, l.Checks)
+					t.Errorf("%s: %d required mutants in %s; a lesson needs at least 2", l.Exercise(), required, l.Checks())
 				}
 			case report.Measured:
 				if required < 2 {
-					t.Errorf("%s: %d broken variants in %s; the grader must be proven against at least 2", l.Exercise, required, l.Checks)
+					t.Errorf("%s: %d broken variants in %s; the grader must be proven against at least 2", l.Exercise(), required, l.Checks())
 				}
 				if !measured.IsRequiredProperty("build_call") {
-					t.Errorf("%s: the grader has no required properties", l.Exercise)
+					t.Errorf("%s: the grader has no required properties", l.Exercise())
 				}
 			default:
-				t.Errorf("%s: unknown grading method %q", l.Exercise, l.Method)
+				t.Errorf("%s: unknown grading method %q", l.Exercise(), l.Method)
 			}
-			ex := strings.ToLower(l.Exercise)
-			cp := filepath.Base(l.Checkpoint)
+			ex := strings.ToLower(l.Exercise())
+			cp := filepath.Base(l.Checkpoint())
 			for _, s := range []string{ex + "_answer", ex + "_starter", "checkpoint_" + cp} {
 				if !exists(root, "testscripts/"+s+".txtar") {
-					t.Errorf("%s: no script testscripts/%s.txtar", l.Exercise, s)
+					t.Errorf("%s: no script testscripts/%s.txtar", l.Exercise(), s)
 				}
 			}
-			row := regexp.MustCompile(`(?m)^\| \[` + regexp.QuoteMeta(strings.TrimPrefix(cp, "0")) + `\b[^\n]*\]\(` + regexp.QuoteMeta(l.Page) + `\)`)
+			row := regexp.MustCompile(`(?m)^\| \[` + regexp.QuoteMeta(strings.TrimPrefix(cp, "0")) + `\b[^\n]*\]\(` + regexp.QuoteMeta(l.Page()) + `\)`)
 			if !row.MatchString(readme) {
-				t.Errorf("%s: README.md's lesson map has no row linking %s", l.Exercise, l.Page)
+				t.Errorf("%s: README.md's lesson map has no row linking %s", l.Exercise(), l.Page())
 			}
-			replace := "replace quoteflowlab.dev/" + l.Checkpoint + " => ./" + l.Checkpoint
+			replace := "replace quoteflowlab.dev/" + l.Checkpoint() + " => ./" + l.Checkpoint()
 			if !strings.Contains(gomod, replace) {
-				t.Errorf("%s: the root go.mod lacks %q", l.Exercise, replace)
+				t.Errorf("%s: the root go.mod lacks %q", l.Exercise(), replace)
 			}
 		})
 	}
@@ -87,7 +87,7 @@ func TestEveryLessonIsComplete(t *testing.T) {
 func TestEveryCheckApplies(t *testing.T) {
 	root := repoRoot(t)
 	for _, l := range course.Lessons {
-		checks, err := variant.Load(root, l.Checks, l.Exercise)
+		checks, err := variant.Load(root, l.Checks(), l.Exercise())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,9 +101,9 @@ func TestEveryCheckApplies(t *testing.T) {
 			if string(edited) == orig {
 				t.Errorf("%s changes nothing in %s", v.ID(), v.File)
 			}
-			want := l.Checkpoint + "/"
-			if v.Kind == variant.Broken {
-				want = l.Reference + "/"
+			want := l.Checkpoint() + "/"
+			if v.Kind == report.Broken {
+				want = l.Reference() + "/"
 			}
 			if !strings.HasPrefix(v.File, want) {
 				t.Errorf("%s edits %s, outside %s", v.ID(), v.File, want)

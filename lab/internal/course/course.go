@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -62,20 +61,15 @@ func modulePath(gomod []byte) string {
 	return ""
 }
 
-// A Lesson is one step of the course, as the manifest declares it. Every
-// path is a slash path relative to the repository root.
+// A Lesson is one step of the course, as the manifest declares it: what
+// cannot be derived. Everything else (where its page, checkpoint, starter,
+// reference answer, hint and checks live) follows from the number, by the
+// methods below; every path is a slash path relative to the repository root.
 type Lesson struct {
-	Number     int
-	Title      string        // working title; the page's heading wins when present
-	Task       string        // what its exercise asks, in one line
-	Page       string        // the lesson page
-	Checkpoint string        // the checkpoint the exercise runs against (mutants), or that the lesson builds
-	Exercise   string        // the exercise's name, "E14"
-	Starter    string        // the exercise folder the student writes in (it starts as the starter)
-	Reference  string        // the published answer (it lives in the next lesson)
-	Hint       string        // the hint file
-	Checks     string        // the mutants, wheats and broken variants, one edit each
-	Method     report.Method // how the exercise is graded
+	Number int
+	Title  string        // working title; the page's heading wins when present
+	Task   string        // what its exercise asks, in one line
+	Method report.Method // how the exercise is graded
 }
 
 // Lessons is the course manifest: the lessons that have an exercise, in
@@ -83,79 +77,53 @@ type Lesson struct {
 // only this table; the completeness test says when a lesson here lacks a
 // part.
 var Lessons = []Lesson{
-	{
-		Number: 12, Title: "Three suppliers, one answer",
-		Task:       "an invalid quantity is rejected with 422 and zero supplier calls",
-		Page:       "lessons/12/README.md",
-		Checkpoint: "checkpoints/12",
-		Exercise:   "E12",
-		Starter:    "lessons/12/exercise",
-		Reference:  "lessons/13/answer_previous",
-		Hint:       "lessons/12/hint.md",
-		Checks:     "lessons/12/mutants",
-		Method:     report.Mutants,
-	},
-	{
-		Number: 13, Title: "Eight users at once: who owns the limit",
-		Task:       "a rejected request does not steal a slot; our 503 is not a supplier's 503",
-		Page:       "lessons/13/README.md",
-		Checkpoint: "checkpoints/13",
-		Exercise:   "E13",
-		Starter:    "lessons/13/exercise",
-		Reference:  "lessons/14/answer_previous",
-		Hint:       "lessons/13/hint.md",
-		Checks:     "lessons/13/mutants",
-		Method:     report.Mutants,
-	},
-	{
-		Number: 14, Title: "Retry once — whose budget pays?",
-		Task:       "flaky recovers in exactly 2 attempts with one ID; invalid data is not retried",
-		Page:       "lessons/14/README.md",
-		Checkpoint: "checkpoints/14",
-		Exercise:   "E14",
-		Starter:    "lessons/14/exercise",
-		Reference:  "lessons/15/answer_previous",
-		Hint:       "lessons/14/hint.md",
-		Checks:     "lessons/14/mutants",
-		Method:     report.Mutants,
-	},
-	{
-		Number: 15, Title: "The partner slowed down, and we fell first",
-		Task:       "build the budget tools and a budget plan; the grader measures them",
-		Page:       "lessons/15/README.md",
-		Checkpoint: "checkpoints/15",
-		Exercise:   "E15",
-		Starter:    "lessons/15/exercise",
-		Reference:  "lessons/16/answer_previous",
-		Hint:       "lessons/15/hint.md",
-		Checks:     "lessons/15/mutants",
-		Method:     report.Measured,
-	},
-	{
-		Number: 16, Title: "Fan out to many: one limit, many jobs, nothing lost",
-		Task:       "one limiter for every job, retry only what is worth it, a deadline that cancels, nothing lost",
-		Page:       "lessons/16/README.md",
-		Checkpoint: "checkpoints/16",
-		Exercise:   "E16",
-		Starter:    "lessons/16/exercise",
-		Reference:  "lessons/17/answer_previous",
-		Hint:       "lessons/16/hint.md",
-		Checks:     "lessons/16/mutants",
-		Method:     report.Mutants,
-	},
-	{
-		Number: 17, Title: "Many processes, one quota",
-		Task:       "three processes share one limit; a killed process's slots come back; Redis gone fails closed",
-		Page:       "lessons/17/README.md",
-		Checkpoint: "checkpoints/17",
-		Exercise:   "E17",
-		Starter:    "lessons/17/exercise",
-		Reference:  "lessons/18/answer_previous",
-		Hint:       "lessons/17/hint.md",
-		Checks:     "lessons/17/mutants",
-		Method:     report.Mutants,
-	},
+	{Number: 12, Title: "Three suppliers, one answer",
+		Task:   "an invalid quantity is rejected with 422 and zero supplier calls",
+		Method: report.Mutants},
+	{Number: 13, Title: "Eight users at once: who owns the limit",
+		Task:   "a rejected request does not steal a slot; our 503 is not a supplier's 503",
+		Method: report.Mutants},
+	{Number: 14, Title: "Retry once — whose budget pays?",
+		Task:   "flaky recovers in exactly 2 attempts with one ID; invalid data is not retried",
+		Method: report.Mutants},
+	{Number: 15, Title: "The partner slowed down, and we fell first",
+		Task:   "build the budget tools and a budget plan; the grader measures them",
+		Method: report.Measured},
+	{Number: 16, Title: "Fan out to many: one limit, many jobs, nothing lost",
+		Task:   "one limiter for every job, retry only what is worth it, a deadline that cancels, nothing lost",
+		Method: report.Mutants},
+	{Number: 17, Title: "Many processes, one quota",
+		Task:   "three processes share one limit; a killed process's slots come back; Redis gone fails closed",
+		Method: report.Mutants},
 }
+
+// Exercise is the exercise's name, "E14".
+func (l Lesson) Exercise() string { return "E" + strconv.Itoa(l.Number) }
+
+// Dir is the lesson's directory, lessons/NN (where its page is).
+func (l Lesson) Dir() string { return "lessons/" + strconv.Itoa(l.Number) }
+
+// Page is the lesson page.
+func (l Lesson) Page() string { return l.Dir() + "/README.md" }
+
+// Checkpoint is the checkpoint the exercise runs against (mutants), or
+// that the lesson builds.
+func (l Lesson) Checkpoint() string { return "checkpoints/" + strconv.Itoa(l.Number) }
+
+// Starter is the exercise folder the student writes in (it starts as the
+// starter).
+func (l Lesson) Starter() string { return l.Dir() + "/exercise" }
+
+// Reference is the published answer: it lives in the next lesson, which
+// starts from it.
+func (l Lesson) Reference() string { return "lessons/" + strconv.Itoa(l.Number+1) + "/answer_previous" }
+
+// Hint is the hint file.
+func (l Lesson) Hint() string { return l.Dir() + "/hint.md" }
+
+// Checks is the folder of the mutants, wheats and broken variants, one
+// edit each.
+func (l Lesson) Checks() string { return l.Dir() + "/mutants" }
 
 // ErrUnknownExercise is returned by ParseExercise for a name that is not one
 // of the course's exercises.
@@ -186,18 +154,15 @@ func ByNumber(n int) (Lesson, bool) {
 func exerciseNames() string {
 	names := make([]string, len(Lessons))
 	for i, l := range Lessons {
-		names[i] = l.Exercise
+		names[i] = l.Exercise()
 	}
 	return strings.Join(names, ", ")
 }
 
-// Dir is the slash path of the lesson's directory (where its page is).
-func (l Lesson) Dir() string { return path.Dir(l.Page) }
-
 // DisplayTitle returns the heading of the lesson's README under root (without
 // a leading "Lesson NN" label), or the working title when there is none.
 func (l Lesson) DisplayTitle(root string) string {
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(l.Page)))
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(l.Page())))
 	if err != nil {
 		return l.Title
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"quoteflowlab.dev/lab/internal/report"
 )
 
 // StateDirEnv overrides where lab keeps its state (default: <root>/.lab).
@@ -23,29 +25,15 @@ func StateDir(root string) string {
 	return filepath.Join(root, ".lab")
 }
 
-// Status is an exercise's progress as remembered from the last `lab check`.
-type Status string
-
-const (
-	NotStarted Status = "not_started"
-	Failing    Status = "failing"
-	Passed     Status = "passed"
-)
-
-// String returns the status as a student reads it.
-func (s Status) String() string {
-	switch s {
-	case "", NotStarted:
-		return "not started"
-	}
-	return string(s)
-}
-
 // Progress is what lab remembers about one exercise.
 type Progress struct {
-	Status    Status    `json:"status"`
-	CheckedAt time.Time `json:"checked_at"`
-	Summary   string    `json:"summary,omitempty"`
+	// Status is the verdict of the last check: report.Passed,
+	// report.Failed or report.NotStarted (an inconclusive check is not
+	// recorded). Files written before this field took verdicts say
+	// "failing", read as report.Failed.
+	Status    report.Verdict `json:"status"`
+	CheckedAt time.Time      `json:"checked_at"`
+	Summary   string         `json:"summary,omitempty"`
 	// PassedAt is when the exercise first passed. A later failing check
 	// changes Status but never this: a pass is not taken back.
 	PassedAt *time.Time `json:"passed_at,omitempty"`
@@ -92,6 +80,9 @@ func LoadState(dir string) (st State, warnings []string, err error) {
 			warnings = append(warnings, fmt.Sprintf("%s: the entry for %s cannot be read (%v); kept as it is", file, name, err))
 			continue
 		}
+		if p.Status == "failing" {
+			p.Status = report.Failed
+		}
 		st.Exercises[name] = p
 	}
 	slices.Sort(warnings)
@@ -109,11 +100,11 @@ func Record(dir, exercise string, p Progress) (warnings []string, err error) {
 	}
 	if old, ok := st.Exercises[exercise]; ok && old.PassedAt != nil {
 		p.PassedAt = old.PassedAt
-	} else if ok && old.Status == Passed {
+	} else if ok && old.Status == report.Passed {
 		at := old.CheckedAt
 		p.PassedAt = &at
 	}
-	if p.Status == Passed && p.PassedAt == nil {
+	if p.Status == report.Passed && p.PassedAt == nil {
 		at := p.CheckedAt
 		p.PassedAt = &at
 	}

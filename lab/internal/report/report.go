@@ -53,13 +53,17 @@ func (v Verdict) ExitCode() int {
 	return 1
 }
 
-// Kind is what a property is.
+// Kind is what a property, or a check defined by an edit (package
+// variant), is.
 type Kind string
 
 const (
 	Mutant  Kind = "mutant"   // a build with one bug: the answer must fail on it
 	Wheat   Kind = "wheat"    // a correct build that differs: the answer must pass on it
 	Measure Kind = "measured" // a property the grader measures (E15)
+	// Broken is a reference tool with one bug (E15's lessons/15/mutants):
+	// the grader must reject it. It is never a property of a report.
+	Broken Kind = "variant"
 )
 
 // Statuses. Mutant statuses follow mutation-testing tools.

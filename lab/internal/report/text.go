@@ -177,7 +177,13 @@ func LastLine(s string) string {
 	return ""
 }
 
-// Shorten cuts s to n runes for a one-line detail.
+// OneLine joins the lines of s with " | ", for a detail that must stay on
+// one line.
+func OneLine(s string) string {
+	return strings.ReplaceAll(strings.TrimSpace(s), "\n", " | ")
+}
+
+// Shorten cuts s to n runes for a detail.
 func Shorten(s string, n int) string {
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-3]) + "..."

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/runner"
 	"quoteflowlab.dev/lab/internal/variant"
 )
@@ -60,7 +61,7 @@ func main() {
 `
 
 func edit(name, old, new string) variant.Variant {
-	return variant.Variant{Exercise: "E0", Name: name, Kind: variant.Mutant, File: "lib/lib.go", Edits: []variant.Edit{{Old: old, New: new}}}
+	return variant.Variant{Exercise: "E0", Name: name, Kind: report.Mutant, File: "lib/lib.go", Edits: []variant.Edit{{Old: old, New: new}}}
 }
 
 // One build holds the original and every edit that stays inside function

@@ -41,27 +41,20 @@ import (
 	"strings"
 
 	"github.com/rogpeppe/go-internal/txtar"
-)
 
-// Kind is what a check is for.
-type Kind string
-
-const (
-	Mutant Kind = "mutant"  // a checkpoint with one bug: the answer must fail on it
-	Wheat  Kind = "wheat"   // a checkpoint changed as its contract allows: the answer must pass on it
-	Broken Kind = "variant" // a reference tool with one bug: the grader must reject it (E15)
+	"quoteflowlab.dev/lab/internal/report"
 )
 
 // A Variant is one check defined by an edit of one file.
 type Variant struct {
-	Exercise string // "E14"
-	Name     string // the definition's file name without .txtar
-	Kind     Kind
-	Required bool   // mutants and broken variants: required (true) or bonus; wheats are always required
-	Story    string // one sentence for a student (a mutant's bug; what a wheat changes)
-	Expect   string // broken variants: the grader property that must reject it
-	File     string // slash path, from the repository root, of the edited file
-	Base     string // hex SHA-256 of File when the edit was written
+	Exercise string      // "E14"
+	Name     string      // the definition's file name without .txtar
+	Kind     report.Kind // report.Mutant, report.Wheat or report.Broken
+	Required bool        // mutants and broken variants: required (true) or bonus; wheats are always required
+	Story    string      // one sentence for a student (a mutant's bug; what a wheat changes)
+	Expect   string      // broken variants: the grader property that must reject it
+	File     string      // slash path, from the repository root, of the edited file
+	Base     string      // hex SHA-256 of File when the edit was written
 	Edits    []Edit
 	Def      string // path of the definition file
 }
@@ -121,7 +114,7 @@ func Load(root, dir, exercise string) ([]Variant, error) {
 
 func (v Variant) rank() int {
 	switch {
-	case v.Kind == Wheat:
+	case v.Kind == report.Wheat:
 		return 2
 	case v.Required:
 		return 0
@@ -188,7 +181,7 @@ func (v *Variant) parseHeader(comment []byte) error {
 		seen[key] = true
 		switch key {
 		case "kind":
-			v.Kind = Kind(val)
+			v.Kind = report.Kind(val)
 		case "story":
 			v.Story = val
 		case "required":
@@ -209,11 +202,11 @@ func (v *Variant) parseHeader(comment []byte) error {
 	}
 	want := []string{"kind", "story", "file", "base"}
 	switch v.Kind {
-	case Mutant:
+	case report.Mutant:
 		want = append(want, "required")
-	case Broken:
+	case report.Broken:
 		want = append(want, "required", "expect")
-	case Wheat:
+	case report.Wheat:
 		if seen["required"] {
 			return errors.New("a wheat is always required: drop its required: line")
 		}
@@ -221,7 +214,7 @@ func (v *Variant) parseHeader(comment []byte) error {
 	default:
 		return fmt.Errorf("kind %q: want mutant, wheat or variant", v.Kind)
 	}
-	if seen["expect"] && v.Kind != Broken {
+	if seen["expect"] && v.Kind != report.Broken {
 		return errors.New("expect: is for broken tool variants only")
 	}
 	for _, k := range want {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/runner"
 )
 
@@ -103,7 +104,7 @@ func (g *grader) buildOne(ctx context.Context, tool string) (string, error) {
 	}
 	bin := filepath.Join(g.binDir, runner.Exe(tool))
 	if res := runner.Build(ctx, src, overlay, bin, "."); !res.OK() {
-		return "", fmt.Errorf("go build failed: %s", shorten(res.Output+" "+errText(res.Err)))
+		return "", fmt.Errorf("go build failed: %s", report.Shorten(report.OneLine(res.Output+" "+errText(res.Err)), 300))
 	}
 	return bin, nil
 }

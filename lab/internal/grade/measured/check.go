@@ -9,58 +9,114 @@ import (
 	"strings"
 
 	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/grade/mutation"
+	"quoteflowlab.dev/lab/internal/grade"
 	"quoteflowlab.dev/lab/internal/machine"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/variant"
 )
 
-// Check grades the answer of `lab check E15 [--answer DIR]`. With a
-// broken variant's name (instructors, --variant), that variant of the
-// reference tools is swapped in through an overlay first; the answer's
-// files stay as they are.
-func Check(ctx context.Context, o mutation.Options, variantName string) report.Report {
+// Grader grades an exercise whose answer is a set of tools (E15): the
+// grade.Grader of method "measured".
+type Grader struct {
+	req     grade.Request
+	variant variant.Variant // with --variant: the broken variant, loaded by Accept
+}
+
+// New returns a grader for one request; Accept gives it the request.
+func New() *Grader { return &Grader{} }
+
+// Accept checks what only this method knows: --repeat and --separate are
+// the mutation grader's; --variant names a broken variant of the reference
+// tools (loaded here, once) and grades the reference answer; an answer
+// outside the repository is a module of its own.
+func (g *Grader) Accept(req grade.Request) error {
+	l := req.Lesson
+	if req.Repeat > 1 || req.Separate {
+		return fmt.Errorf("--repeat and --separate are for exercises checked with mutants; %s's grader re-runs a timed property itself", l.Exercise())
+	}
+	if req.Only != "" {
+		return fmt.Errorf("--only runs one mutant or wheat of an exercise checked with mutants; %s's grader measures every property of the tools at once", l.Exercise())
+	}
+	if req.Variant != "" {
+		v, err := Variant(req.Root, l, req.Variant)
+		if err != nil {
+			return err
+		}
+		if req.Answer != l.Reference() {
+			return fmt.Errorf("--variant %s edits %s, a file of the reference answer: add --answer %s", v.Name, v.File, l.Reference())
+		}
+		g.variant = v
+	}
+	if filepath.IsAbs(req.Answer) {
+		if _, err := os.Stat(filepath.Join(req.Answer, "go.mod")); err != nil {
+			return fmt.Errorf("%s is outside the repository and is not a module of its own: copy the folder into the repository (for example to lessons/15/mine), or give it a go.mod", req.Answer)
+		}
+	}
+	g.req = req
+	return nil
+}
+
+// Check builds the tools and grades them against a provider lab of its own.
+func (g *Grader) Check(ctx context.Context) report.Report { return check(ctx, g.req, g.variant) }
+
+// Watches: the tools' Go code, and the plan and the report it grades.
+func (g *Grader) Watches(rel string) bool {
+	return strings.HasSuffix(rel, ".go") || rel == PlanFile || rel == ReportFile
+}
+
+// Watching names the files Watches accepts.
+func (g *Grader) Watching() string { return ".go files, " + PlanFile + ", " + ReportFile }
+
+// Proves says what the exercise's scripts (its reference answer and its
+// starter, checked) prove, for lab verify.
+func (g *Grader) Proves() string { return "reference answer passes, starter not started" }
+
+// Doing says what a check does, for a person waiting on a slow one.
+func (g *Grader) Doing() string {
+	return "building the tools and grading them against a provider lab of its own"
+}
+
+// check grades the answer of `lab check E15 [--answer DIR]`. With a
+// broken variant (instructors, --variant), that variant of the reference
+// tools is swapped in through an overlay first; the answer's files stay as
+// they are.
+func check(ctx context.Context, o grade.Request, v variant.Variant) report.Report {
 	if o.Answer == "" {
-		o.Answer = o.Lesson.Starter
+		o.Answer = o.Lesson.Starter()
 	}
 	r := report.Report{
 		SchemaVersion: report.SchemaVersion,
-		Exercise:      o.Lesson.Exercise,
+		Exercise:      o.Lesson.Exercise(),
 		Title:         o.Lesson.DisplayTitle(o.Root),
 		Method:        report.Measured,
 		Answer:        o.Answer,
-		Variant:       variantName,
+		Variant:       v.Name,
 		Properties:    []report.Prop{},
 	}
 	opts := Options{Root: o.Root, Dir: filepath.FromSlash(o.Answer)}
 	cacheName := strings.NewReplacer("/", "_", ".", "_").Replace(o.Answer)
-	if variantName != "" {
-		cacheName += "@" + variantName // a variant's binaries never overwrite the answer's own
+	if v.Name != "" {
+		cacheName += "@" + v.Name // a variant's binaries never overwrite the answer's own
 	}
 	if o.CacheDir != "" {
-		opts.BinDir = filepath.Join(o.CacheDir, o.Lesson.Exercise, cacheName)
+		opts.BinDir = filepath.Join(o.CacheDir, o.Lesson.Exercise(), cacheName)
 	}
-	var v variant.Variant
-	if variantName != "" {
-		var err error
-		v, err = Variant(o.Root, o.Lesson, variantName)
+	if v.Name != "" {
+		dir, err := opts.BinDir, error(nil)
+		if dir == "" {
+			dir, err = os.MkdirTemp("", "measured-variant-")
+			defer os.RemoveAll(dir)
+		}
 		if err == nil {
-			dir := opts.BinDir
-			if dir == "" {
-				dir, err = os.MkdirTemp("", "grade15-variant-")
-				defer os.RemoveAll(dir)
-			}
-			if err == nil {
-				opts.Overlay, err = variant.WriteOverlay(o.Root, filepath.Join(dir, "variant"), v)
-			}
+			opts.Overlay, err = variant.WriteOverlay(o.Root, filepath.Join(dir, "variant"), v)
 		}
 		if err != nil {
-			r.Verdict, r.Summary = report.Failed, "--variant "+variantName+": "+err.Error()
+			r.Verdict, r.Summary = report.Failed, "--variant "+v.Name+": "+err.Error()
 			return r
 		}
 	}
-	if o.Machine != nil {
-		opts.Machine = o.Machine
+	if o.Monitor != nil {
+		opts.Machine = o.Monitor
 	} else {
 		m := machine.Start()
 		defer m.Stop()
@@ -75,8 +131,8 @@ func Check(ctx context.Context, o mutation.Options, variantName string) report.R
 
 // Variants returns the broken variants of the reference tools.
 func Variants(root string, l course.Lesson) ([]variant.Variant, error) {
-	all, err := variant.Load(root, l.Checks, l.Exercise)
-	return slices.DeleteFunc(all, func(v variant.Variant) bool { return v.Kind != variant.Broken }), err
+	all, err := variant.Load(root, l.Checks(), l.Exercise())
+	return slices.DeleteFunc(all, func(v variant.Variant) bool { return v.Kind != report.Broken }), err
 }
 
 // ErrNoVariant is returned by Variant for an unknown name.
@@ -99,12 +155,12 @@ func Variant(root string, l course.Lesson, name string) (variant.Variant, error)
 }
 
 // decide sets the verdict, its sentence and the next step.
-func decide(r *report.Report, res Result, o mutation.Options, v variant.Variant) {
+func decide(r *report.Report, res Result, o grade.Request, v variant.Variant) {
 	again := o.Again()
 	switch {
 	case res.NotStarted:
 		r.Verdict = report.NotStarted
-		r.Next = "read " + o.Lesson.Page + ", write the tools in " + o.Answer + " (`lab hint E15` if you are stuck), then run `" + again + "` again"
+		r.Next = "read " + o.Lesson.Page() + ", write the tools in " + o.Answer + " (`lab hint E15` if you are stuck), then run `" + again + "` again"
 	case res.Passed:
 		r.Verdict = report.Passed
 	case res.Inconclusive:

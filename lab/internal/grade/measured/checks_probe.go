@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"quoteflowlab.dev/lab/internal/report"
 )
 
 type probeRow struct {
@@ -34,7 +36,7 @@ func probeRows(raw []byte) ([]json.RawMessage, error) {
 	}
 	var wrapped struct{ Rows []json.RawMessage }
 	if err := json.Unmarshal(raw, &wrapped); err != nil || wrapped.Rows == nil {
-		return nil, fmt.Errorf("want a JSON array of three rows (or {\"rows\": [...]}), got %s", shorten(string(raw)))
+		return nil, fmt.Errorf("want a JSON array of three rows (or {\"rows\": [...]}), got %s", report.Shorten(report.OneLine(string(raw)), 300))
 	}
 	return wrapped.Rows, nil
 }

@@ -7,9 +7,11 @@
 // checks the plan and the report. The Result lists every property with a
 // sentence saying what a failure means.
 //
-// `lab check E15 [--answer DIR]` reaches Grade through Check, which this
-// package registers for E15 when the lab command links it in; Result.Write
-// renders a Result for any other caller.
+// Grader is the grade.Grader of method "measured": `lab check E15
+// [--answer DIR] [--variant NAME]` builds a grade.Request, the lab command
+// picks this grader for the lesson's method, Accept checks the request and
+// loads the broken variant, and Check calls Grade and turns its Result into
+// the report.Report every method returns.
 package measured
 
 import (
@@ -23,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"quoteflowlab.dev/lab/internal/grade"
 	"quoteflowlab.dev/lab/internal/machine"
 	"quoteflowlab.dev/lab/internal/report"
 )
@@ -57,18 +60,7 @@ type Options struct {
 	// Progress, when not nil, receives one line per grading step.
 	Progress io.Writer
 	// Machine watches how busy the machine is; nil: a monitor of Grade's own.
-	Machine Monitor
-}
-
-// A Monitor says how busy the machine was over a window of the grading
-// (package machine's Monitor; tests give one that always or never says busy).
-type Monitor interface {
-	Mark() int
-	Since(mark int) report.Machine
-	// HeldBack says whether a tool run of this wall time whose threads
-	// waited for a CPU this share of it was held back too much for its
-	// timing to mean anything (runner.Result.Starved).
-	HeldBack(starved float64, elapsed time.Duration) bool
+	Machine grade.Monitor
 }
 
 // A toolCheck runs one tool's scenarios and sets its properties.
@@ -159,7 +151,7 @@ func Grade(ctx context.Context, opts Options) Result {
 // on timing only, and settles those properties: held on the re-run, failed
 // again (on a quiet machine, or by more than load can explain), or
 // inconclusive (failed twice while the machine was busy).
-func (g *grader) rerun(ctx context.Context, c toolCheck, firstRun *grader, first report.Machine, mon Monitor) {
+func (g *grader) rerun(ctx context.Context, c toolCheck, firstRun *grader, first report.Machine, mon grade.Monitor) {
 	var timed []string
 	for _, s := range specs {
 		if f, ok := firstRun.findings[s.name]; ok && !f.ok && f.timed {
@@ -190,7 +182,7 @@ func (g *grader) rerun(ctx context.Context, c toolCheck, firstRun *grader, first
 		was, now := firstRun.findings[name], again.findings[name]
 		switch {
 		case now.ok:
-			g.notes = append(g.notes, fmt.Sprintf("%s failed a timing bound on the first run (%s); run again alone, it held.", name, shorten(was.detail)))
+			g.notes = append(g.notes, fmt.Sprintf("%s failed a timing bound on the first run (%s); run again alone, it held.", name, report.Shorten(report.OneLine(was.detail), 300)))
 			g.findings[name] = now
 		case now.timed && busy:
 			now.busy = true
@@ -269,7 +261,7 @@ type grader struct {
 	buildErrs map[string]string
 	lab       *lab
 
-	mon Monitor
+	mon grade.Monitor
 
 	mu       sync.Mutex
 	findings map[string]finding
@@ -386,14 +378,4 @@ func (g *grader) notStarted() bool {
 		}
 	}
 	return true
-}
-
-// shorten cuts s to one readable line.
-func shorten(s string) string {
-	s = strings.TrimSpace(s)
-	s = strings.ReplaceAll(s, "\n", " | ")
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
 }

@@ -24,7 +24,7 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-func grade(t *testing.T, opts Options) Result {
+func gradeAnswer(t *testing.T, opts Options) Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -38,7 +38,7 @@ func TestReferencePasses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the reference tools")
 	}
-	r := grade(t, Options{Dir: e15().Reference})
+	r := gradeAnswer(t, Options{Dir: e15().Reference()})
 	for _, p := range r.Props {
 		if !p.OK {
 			t.Errorf("%s: %s\n\tobserved: %s", p.Name, p.Story, p.Detail)
@@ -57,7 +57,7 @@ func TestReferencePasses(t *testing.T) {
 // in lessons/15/exercise. Outside a git checkout it uses the working tree.
 func committedStarter(t *testing.T) string {
 	t.Helper()
-	root, starter := repoRoot(t), e15().Starter
+	root, starter := repoRoot(t), e15().Starter()
 	list, err := exec.Command("git", "-C", root, "ls-tree", "-r", "--name-only", "HEAD", "--", starter).Output()
 	if err != nil || len(list) == 0 {
 		t.Logf("not a git checkout (%v): grading the working tree's %s", err, starter)
@@ -87,7 +87,7 @@ func TestStarterIsNotStarted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the starter tools")
 	}
-	r := grade(t, Options{Dir: committedStarter(t)})
+	r := gradeAnswer(t, Options{Dir: committedStarter(t)})
 	if !r.NotStarted || r.Passed {
 		t.Errorf("starter: NotStarted %v, Passed %v; want not started", r.NotStarted, r.Passed)
 	}
@@ -99,7 +99,7 @@ func TestStarterIsNotStarted(t *testing.T) {
 }
 
 func TestAnswerWithoutToolsFails(t *testing.T) {
-	r := grade(t, Options{Dir: t.TempDir()})
+	r := gradeAnswer(t, Options{Dir: t.TempDir()})
 	if r.Passed || r.NotStarted {
 		t.Fatalf("empty answer: passed %v, not started %v; want failed", r.Passed, r.NotStarted)
 	}
@@ -206,6 +206,7 @@ type monitorSays bool
 func (m monitorSays) Mark() int                            { return 0 }
 func (m monitorSays) Since(int) report.Machine             { return report.Machine{LagP99MS: 1, Busy: bool(m)} }
 func (m monitorSays) HeldBack(float64, time.Duration) bool { return bool(m) }
+func (m monitorSays) Stop() report.Machine                 { return m.Since(0) }
 
 // rerunCase grades every property as holding but call_done, whose first run
 // missed its bound by missBy ms; its re-run misses by againBy (0: holds).

@@ -31,7 +31,7 @@ func TestBrokenVariantsAreWellFormed(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(variants) == 0 {
-		t.Fatalf("no broken variants in %s", l.Checks)
+		t.Fatalf("no broken variants in %s", l.Checks())
 	}
 	names := map[string]bool{}
 	for _, v := range variants {
@@ -41,8 +41,8 @@ func TestBrokenVariantsAreWellFormed(t *testing.T) {
 			if !IsRequiredProperty(v.Expect) {
 				t.Errorf("expects %q, which is not a required property of the grader", v.Expect)
 			}
-			if !strings.HasPrefix(v.File, l.Reference+"/") {
-				t.Errorf("edits %s, which is not a file of the reference answer %s", v.File, l.Reference)
+			if !strings.HasPrefix(v.File, l.Reference()+"/") {
+				t.Errorf("edits %s, which is not a file of the reference answer %s", v.File, l.Reference())
 			}
 			broken, err := v.Apply(root)
 			if err != nil {
@@ -64,7 +64,7 @@ func TestBrokenVariantsAreWellFormed(t *testing.T) {
 	for _, s := range scripts {
 		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(s), "e15_variant_"), ".txtar")
 		if !names[name] {
-			t.Errorf("%s has no variant %s/%s.txtar", s, l.Checks, name)
+			t.Errorf("%s has no variant %s/%s.txtar", s, l.Checks(), name)
 		}
 	}
 }
@@ -80,9 +80,9 @@ func checkVariantScript(t *testing.T, root string, l course.Lesson, v variant.Va
 		return
 	}
 	src := string(data)
-	run := regexp.MustCompile(`(?m)^! exec lab check E15 --answer ` + regexp.QuoteMeta(l.Reference) + ` --variant ` + regexp.QuoteMeta(v.Name) + `$`)
+	run := regexp.MustCompile(`(?m)^! exec lab check E15 --answer ` + regexp.QuoteMeta(l.Reference()) + ` --variant ` + regexp.QuoteMeta(v.Name) + `$`)
 	if !run.MatchString(src) {
-		t.Errorf("%s does not run `! exec lab check E15 --answer %s --variant %s`", path, l.Reference, v.Name)
+		t.Errorf("%s does not run `! exec lab check E15 --answer %s --variant %s`", path, l.Reference(), v.Name)
 	}
 	if !strings.Contains(src, "+required +"+v.Expect+"$'") {
 		t.Errorf("%s does not assert that %s is FAILED", path, v.Expect)
@@ -101,7 +101,7 @@ func checkVariantBuilds(t *testing.T, root string, l course.Lesson, v variant.Va
 		t.Fatal(err)
 	}
 	// Several packages: go build compiles them all and writes nothing.
-	res := runner.Run(context.Background(), runner.Cmd{Name: runner.GoCommand(), Args: []string{"build", "-overlay", overlay, "./" + l.Reference + "/..."}, Dir: root})
+	res := runner.Run(context.Background(), runner.Cmd{Name: runner.GoCommand(), Args: []string{"build", "-overlay", overlay, "./" + l.Reference() + "/..."}, Dir: root})
 	if !res.OK() {
 		t.Errorf("does not compile with the reference: %v\n%s", res.Err, res.Output)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/runner"
 )
 
@@ -68,9 +69,9 @@ func (g *grader) execWithin(parent context.Context, within time.Duration, tool s
 		g.mu.Lock()
 		g.todo[tool] = true
 		g.mu.Unlock()
-		r.problem = tool + " still prints its TODO: " + shorten(string(r.stderr)+string(r.stdout))
+		r.problem = tool + " still prints its TODO: " + report.Shorten(report.OneLine(string(r.stderr)+string(r.stdout)), 300)
 	case !json.Valid(firstValue(r.stdout)):
-		r.problem = fmt.Sprintf("%s printed no JSON on stdout (%v): %s", tool, exitText(err), shorten(string(r.stdout)+" "+string(r.stderr)))
+		r.problem = fmt.Sprintf("%s printed no JSON on stdout (%v): %s", tool, exitText(err), report.Shorten(report.OneLine(string(r.stdout)+" "+string(r.stderr)), 300))
 	}
 	return r
 }
@@ -120,7 +121,7 @@ func missingKeys(raw []byte, keys ...string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("missing %s in %s", strings.Join(missing, ", "), shorten(string(raw)))
+		return fmt.Errorf("missing %s in %s", strings.Join(missing, ", "), report.Shorten(report.OneLine(string(raw)), 300))
 	}
 	return nil
 }

@@ -1,7 +1,7 @@
 // Package mutation grades an exercise whose answer is a test (method
 // "mutants"): the answer must pass on the correct checkpoint and on every
 // wheat (a checkpoint changed in a way its contract allows), and fail on
-// every mutant (a checkpoint with one bug).
+// every mutant (a checkpoint with one bug). Grader is its grade.Grader.
 //
 // The answer is built once, against a mutant schema (package schemata):
 // one binary holds the correct checkpoint and every mutant and wheat, and
@@ -21,9 +21,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -32,7 +30,7 @@ import (
 	"sync"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/grade"
 	"quoteflowlab.dev/lab/internal/machine"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/runner"
@@ -40,78 +38,26 @@ import (
 	"quoteflowlab.dev/lab/internal/variant"
 )
 
-// DefaultTimeout bounds one run of an answer. An answer is expected to
-// finish in well under 5 s; one that does not is killed and reported.
-const DefaultTimeout = 20 * time.Second
-
 // keepBuilds is how many answers' builds the cache keeps per exercise.
 const keepBuilds = 3
 
-// Options says what to check.
-type Options struct {
-	Root     string        // repository root
-	Lesson   course.Lesson // the exercise's lesson
-	Answer   string        // slash path from Root, or an absolute directory anywhere; default the lesson's starter
-	Timeout  time.Duration // per run of the answer; default DefaultTimeout
-	CacheDir string        // binaries and generated files; default <state dir>/cache
-	Repeat   int           // runs per build (default 1); with more, an answer whose result changes is flaky
-	Separate bool          // one build per mutant and wheat instead of one schema build (slower; instructors)
-	// Machine watches how busy the machine is; default machine.Start().
-	// Tests give one that always (or never) says busy.
-	Machine Monitor
-}
-
-// A Monitor says how busy the machine was over a window of the check.
-type Monitor interface {
-	Mark() int                     // the start of a window
-	Since(mark int) report.Machine // the window from mark to now
-	Stop() report.Machine          // everything; the monitor stops
-	// HeldBack says whether a run of this wall time whose threads waited
-	// for a CPU this share of it was held back too much for its timing to
-	// mean anything (runner.Result.Starved; negative: not measured).
-	HeldBack(starved float64, elapsed time.Duration) bool
-}
-
-func (o Options) withDefaults() Options {
-	if o.Answer == "" {
-		o.Answer = o.Lesson.Starter
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.CacheDir == "" {
-		o.CacheDir = filepath.Join(course.StateDir(o.Root), "cache")
-	}
-	o.Repeat = max(o.Repeat, 1)
-	return o
-}
-
-// Again is the command that runs this check again.
-func (o Options) Again() string {
-	again := "lab check " + o.Lesson.Exercise
-	if o.Answer != "" && o.Answer != o.Lesson.Starter {
-		again += " --answer " + o.Answer
-	}
-	return again
-}
-
-// Mutants checks one answer and returns its report; every problem,
+// Check checks one answer and returns its report; every problem,
 // including an answer that does not compile, is described in the report.
-func Mutants(ctx context.Context, opts Options) (r report.Report) {
+func Check(ctx context.Context, req grade.Request) (r report.Report) {
 	start := time.Now()
-	o := opts.withDefaults()
+	o := req.WithDefaults()
 	l := o.Lesson
 	r = report.Report{
 		SchemaVersion: report.SchemaVersion,
-		Exercise:      l.Exercise,
+		Exercise:      l.Exercise(),
 		Title:         l.DisplayTitle(o.Root),
 		Method:        report.Mutants,
 		Answer:        o.Answer,
-		Checkpoint:    l.Checkpoint,
+		Checkpoint:    l.Checkpoint(),
 		Properties:    []report.Prop{},
 		Repeat:        o.Repeat,
 	}
-	mon := o.Machine
+	mon := o.Monitor
 	if mon == nil {
 		mon = machine.Start()
 	}
@@ -122,14 +68,14 @@ func Mutants(ctx context.Context, opts Options) (r report.Report) {
 		r.ElapsedMS = time.Since(start).Milliseconds()
 	}()
 
-	all, err := variant.Load(o.Root, l.Checks, l.Exercise)
+	all, err := variant.Load(o.Root, l.Checks(), l.Exercise())
 	if err != nil {
 		r.Verdict, r.Summary = report.Failed, "cannot read the mutant definitions: "+err.Error()
 		return r
 	}
-	vs := slices.DeleteFunc(all, func(v variant.Variant) bool { return v.Kind == variant.Broken })
+	vs := slices.DeleteFunc(all, func(v variant.Variant) bool { return v.Kind == report.Broken })
 	for _, v := range vs {
-		r.Properties = append(r.Properties, report.Prop{Name: v.Name, Kind: kindOf(v), Story: v.Story, Required: v.Required, Status: report.NotRun})
+		r.Properties = append(r.Properties, report.Prop{Name: v.Name, Kind: v.Kind, Story: v.Story, Required: v.Required, Status: report.NotRun})
 	}
 
 	c := &checker{o: o, mon: mon, r: &r}
@@ -149,17 +95,10 @@ func Mutants(ctx context.Context, opts Options) (r report.Report) {
 	return r
 }
 
-func kindOf(v variant.Variant) report.Kind {
-	if v.Kind == variant.Wheat {
-		return report.Wheat
-	}
-	return report.Mutant
-}
-
 // checker is one check in progress.
 type checker struct {
-	o   Options
-	mon Monitor
+	o   grade.Request
+	mon grade.Monitor
 	r   *report.Report
 	mu  sync.Mutex // guards r's notes and machine figures while runs go at once
 }
@@ -186,12 +125,12 @@ func (c *checker) prepare(ctx context.Context, vs []variant.Variant) (*builds, e
 	if err != nil {
 		return nil, err
 	}
-	b.dir = filepath.Join(o.CacheDir, o.Lesson.Exercise, key)
+	b.dir = filepath.Join(o.CacheDir, o.Lesson.Exercise(), key)
 	if err := os.MkdirAll(b.dir, 0o755); err != nil {
 		return nil, err
 	}
 	touch(b.dir)
-	prune(filepath.Join(o.CacheDir, o.Lesson.Exercise), keepBuilds)
+	prune(filepath.Join(o.CacheDir, o.Lesson.Exercise()), keepBuilds)
 	b.pkg, b.external, err = answerPackage(o)
 	if err != nil {
 		return nil, err
@@ -320,7 +259,7 @@ func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant)
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			wantPass := v.Kind == variant.Wheat
+			wantPass := v.Kind == report.Wheat
 			res := c.judge(ctx, string(v.Kind)+" "+v.Name, bin, env, wantPass, v.Required)
 			setProp(p, v, res, c.o.Timeout)
 		})
@@ -514,9 +453,9 @@ func setProp(p *report.Prop, v variant.Variant, j judged, timeout time.Duration)
 		p.Detail = timeoutCause(res, timeout)
 	case res.Err != nil:
 		p.Status, p.Detail = report.NotRun, res.Err.Error()
-	case v.Kind == variant.Wheat && j.good:
+	case v.Kind == report.Wheat && j.good:
 		p.Status, p.OK = report.Pass, true
-	case v.Kind == variant.Wheat:
+	case v.Kind == report.Wheat:
 		p.Status = report.Fail
 		p.Detail = "your test depends on timing or order that the contract does not promise: it failed on this correct build: " + line
 	case j.good:
@@ -583,7 +522,7 @@ func (c *checker) decide() {
 	case ref.Status != report.Pass && ref.Status != report.Busy && strings.Contains(ref.Output, "TODO"):
 		r.Verdict = report.NotStarted
 		r.Summary = o.Answer + " still prints its TODO."
-		r.Next = fmt.Sprintf("read %s, write the exercise in %s (`lab hint %s` if you are stuck), then run `%s` again", o.Lesson.Page, o.Answer, r.Exercise, again)
+		r.Next = fmt.Sprintf("read %s, write the exercise in %s (`lab hint %s` if you are stuck), then run `%s` again", o.Lesson.Page(), o.Answer, r.Exercise, again)
 	case ref.PassRate != "" && strings.HasPrefix(ref.Status, report.Fail) && slices.ContainsFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, "flaky:") }):
 		r.Verdict = report.Flaky
 		r.Summary = fmt.Sprintf("the answer passed only %s runs on the correct %s: its result depends on timing.", ref.PassRate, cp)
@@ -641,49 +580,9 @@ func buildOutput(res runner.Result) string {
 	return out
 }
 
-// ErrAnswerOutside is returned by ResolveAnswer for a directory that
-// belongs to a checkpoint's module, or is the root itself.
-var ErrAnswerOutside = errors.New("not an answer package")
-
-// ResolveAnswer turns dir (relative to cwd, or absolute) into the Answer
-// of Options: a slash path from root when dir is inside the course's root
-// module, or the absolute directory when it is outside the repository
-// (such an answer is one main package; its .go files are built as if they
-// were inside the root module).
-func ResolveAnswer(root, cwd, dir string) (string, error) {
-	abs := dir
-	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(cwd, dir)
-	}
-	abs = filepath.Clean(abs)
-	fi, err := os.Stat(abs)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("answer %s: no such directory (%s)", dir, abs)
-	}
-	if err != nil {
-		return "", fmt.Errorf("answer %s: %w", dir, err)
-	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("answer %s: not a directory (give the package directory)", dir)
-	}
-	rel, err := filepath.Rel(root, abs)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return abs, nil // outside the repository
-	}
-	if rel == "." {
-		return "", fmt.Errorf("%w: %s is the repository root", ErrAnswerOutside, dir)
-	}
-	for d := abs; d != root && d != filepath.Dir(d); d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return "", fmt.Errorf("%w: %s belongs to the module in %s, not to the course's root module", ErrAnswerOutside, dir, d)
-		}
-	}
-	return filepath.ToSlash(rel), nil
-}
-
 // answerPackage returns the package go build is given, and for an answer
 // outside the root the overlay that places its files inside it.
-func answerPackage(o Options) (string, map[string]string, error) {
+func answerPackage(o grade.Request) (string, map[string]string, error) {
 	if !filepath.IsAbs(o.Answer) {
 		return "./" + o.Answer, nil, nil
 	}
@@ -706,7 +605,7 @@ func answerPackage(o Options) (string, map[string]string, error) {
 }
 
 // answerKey names an answer's cache directory.
-func answerKey(o Options) (string, error) {
+func answerKey(o grade.Request) (string, error) {
 	if filepath.IsAbs(o.Answer) {
 		sum := sha256.Sum256([]byte(o.Answer))
 		return "external_" + hex.EncodeToString(sum[:6]), nil

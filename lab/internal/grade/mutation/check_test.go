@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/grade"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/variant"
 )
@@ -38,11 +39,7 @@ func Ready() <-chan struct{} {
 }
 `
 
-var toyLesson = course.Lesson{
-	Number: 12, Title: "Toy", Page: "lessons/12/README.md", Checkpoint: "checkpoints/12", Exercise: "E12",
-	Starter: "lessons/12/exercise", Reference: "lessons/13/answer_previous", Hint: "lessons/12/hint.md",
-	Checks: "lessons/12/mutants", Method: report.Mutants,
-}
+var toyLesson = course.Lesson{Number: 12, Title: "Toy", Method: report.Mutants}
 
 const refAnswer = `package main
 
@@ -112,17 +109,17 @@ func main() {
 }
 
 type toyEdit struct {
-	kind     variant.Kind
+	kind     report.Kind
 	story    string
 	required bool
 	old, new string
 }
 
 var toyEdits = map[string]toyEdit{
-	"zero_accepted": {variant.Mutant, "quantity 0 is accepted.", true, "\treturn q >= 1 && q <= 100\n", "\treturn q >= 0 && q <= 100 // MUTANT\n"},
-	"one_rejected":  {variant.Mutant, "quantity 1 is rejected.", true, "\treturn q >= 1 && q <= 100\n", "\treturn q >= 2 && q <= 100 // MUTANT\n"},
-	"no_upper":      {variant.Mutant, "quantity 101 is accepted.", false, "\treturn q >= 1 && q <= 100\n", "\treturn q >= 1 // MUTANT\n"},
-	"ready_later":   {variant.Wheat, "the service gets ready 200 ms later.", true, "\t\ttime.Sleep(0)\n", "\t\ttime.Sleep(200 * time.Millisecond) // WHEAT\n"},
+	"zero_accepted": {report.Mutant, "quantity 0 is accepted.", true, "\treturn q >= 1 && q <= 100\n", "\treturn q >= 0 && q <= 100 // MUTANT\n"},
+	"one_rejected":  {report.Mutant, "quantity 1 is rejected.", true, "\treturn q >= 1 && q <= 100\n", "\treturn q >= 2 && q <= 100 // MUTANT\n"},
+	"no_upper":      {report.Mutant, "quantity 101 is accepted.", false, "\treturn q >= 1 && q <= 100\n", "\treturn q >= 1 // MUTANT\n"},
+	"ready_later":   {report.Wheat, "the service gets ready 200 ms later.", true, "\t\ttime.Sleep(0)\n", "\t\ttime.Sleep(200 * time.Millisecond) // WHEAT\n"},
 }
 
 func toyRepo(t *testing.T) string {
@@ -143,7 +140,7 @@ func toyRepo(t *testing.T) string {
 func writeEdit(t *testing.T, root, name string, e toyEdit) {
 	t.Helper()
 	req := fmt.Sprintf("required: %t\n", e.required)
-	if e.kind == variant.Wheat {
+	if e.kind == report.Wheat {
 		req = ""
 	}
 	def := fmt.Sprintf("kind: %s\n%sstory: %s\nfile: checkpoints/12/quoteflow/q.go\nbase: %s\n-- replace --\n%s-- with --\n%s",
@@ -161,18 +158,18 @@ func write(t *testing.T, name, body string) {
 	}
 }
 
-func toyCheck(t *testing.T, root string, o Options) report.Report {
+func toyCheck(t *testing.T, root string, o grade.Request) report.Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	o.Root, o.Lesson = root, toyLesson
-	if o.Machine == nil {
-		o.Machine = quiet{}
+	if o.Monitor == nil {
+		o.Monitor = quiet{}
 	}
 	if o.CacheDir == "" {
 		o.CacheDir = filepath.Join(root, ".lab", "cache")
 	}
-	return Mutants(ctx, o)
+	return Check(ctx, o)
 }
 
 // quiet and busy are machines that never and always are too busy.
@@ -207,7 +204,7 @@ func TestCheck(t *testing.T) {
 
 	for _, separate := range []bool{false, true} {
 		t.Run(fmt.Sprintf("the reference answer passes, catches the mutants and passes the wheat (separate builds: %t)", separate), func(t *testing.T) {
-			r := toyCheck(t, root, Options{Answer: "lessons/13/answer_previous", Separate: separate})
+			r := toyCheck(t, root, grade.Request{Answer: "lessons/13/answer_previous", Separate: separate})
 			if r.Verdict != report.Passed || !r.OK {
 				t.Fatalf("verdict %s (%s), want passed", r.Verdict, r.Summary)
 			}
@@ -232,7 +229,7 @@ func TestCheck(t *testing.T) {
 	}
 
 	t.Run("an answer that orders events with a sleep fails on the wheat", func(t *testing.T) {
-		r := toyCheck(t, root, Options{Answer: "answers/sleepy"})
+		r := toyCheck(t, root, grade.Request{Answer: "answers/sleepy"})
 		p := property(t, r, "ready_later")
 		if r.Verdict != report.Failed || p.Status != report.Fail || !strings.Contains(p.Detail, "depends on timing or order") {
 			t.Fatalf("verdict %s, wheat %+v; want failed on the wheat", r.Verdict, p)
@@ -243,31 +240,31 @@ func TestCheck(t *testing.T) {
 	})
 
 	t.Run("on a busy machine a failure is inconclusive, never failed; a timeout still fails", func(t *testing.T) {
-		r := toyCheck(t, root, Options{Answer: "answers/wrong", Machine: busy{}})
+		r := toyCheck(t, root, grade.Request{Answer: "answers/wrong", Monitor: busy{}})
 		if r.Verdict != report.Inconclusive || r.Verdict.ExitCode() != 3 || r.Reference.Status != report.Busy {
 			t.Fatalf("verdict %s, reference %s; want inconclusive", r.Verdict, r.Reference.Status)
 		}
 		if !strings.Contains(strings.Join(r.Notes, " "), "went wrong twice while the machine was too busy") {
 			t.Errorf("notes %q", r.Notes)
 		}
-		r = toyCheck(t, root, Options{Answer: "answers/sleepy", Machine: busy{}})
+		r = toyCheck(t, root, grade.Request{Answer: "answers/sleepy", Monitor: busy{}})
 		if r.Verdict != report.Inconclusive || property(t, r, "ready_later").Status != report.Busy {
 			t.Fatalf("sleepy on a busy machine: %s, %+v", r.Verdict, property(t, r, "ready_later"))
 		}
 		// A mutant let through twice stays missed: load does not make a test pass.
 		write(t, filepath.Join(root, "answers/lenient/main.go"), strings.Replace(refAnswer, `if !quoteflow.Valid(1) { fmt.Println("E12 failed: quantity 1 rejected"); os.Exit(1) }`, "", 1))
-		r = toyCheck(t, root, Options{Answer: "answers/lenient", Machine: busy{}})
+		r = toyCheck(t, root, grade.Request{Answer: "answers/lenient", Monitor: busy{}})
 		if p := property(t, r, "one_rejected"); r.Verdict != report.Failed || p.Status != report.Missed {
 			t.Fatalf("a weak answer on a busy machine: verdict %s, one_rejected %s; want failed, missed", r.Verdict, p.Status)
 		}
-		r = toyCheck(t, root, Options{Answer: "answers/hang", Machine: busy{}, Timeout: 300 * time.Millisecond})
+		r = toyCheck(t, root, grade.Request{Answer: "answers/hang", Monitor: busy{}, Timeout: 300 * time.Millisecond})
 		if r.Verdict != report.Failed || r.Reference.Status != report.TimedOut {
 			t.Fatalf("hang on a busy machine: %s, %s", r.Verdict, r.Reference.Status)
 		}
 	})
 
 	t.Run("a starter that prints TODO is not started", func(t *testing.T) {
-		r := toyCheck(t, root, Options{})
+		r := toyCheck(t, root, grade.Request{})
 		if r.Verdict != report.NotStarted || r.Answer != "lessons/12/exercise" {
 			t.Fatalf("verdict %s for %s, want not_started for the starter", r.Verdict, r.Answer)
 		}
@@ -277,7 +274,7 @@ func TestCheck(t *testing.T) {
 	})
 
 	t.Run("a compile error fails with the compiler's output", func(t *testing.T) {
-		r := toyCheck(t, root, Options{Answer: "answers/broken"})
+		r := toyCheck(t, root, grade.Request{Answer: "answers/broken"})
 		if r.Verdict != report.Failed || r.Reference.Status != report.BuildFailed {
 			t.Fatalf("verdict %s, reference %s; want failed, build failed", r.Verdict, r.Reference.Status)
 		}
@@ -287,7 +284,7 @@ func TestCheck(t *testing.T) {
 	})
 
 	t.Run("an answer failing on the reference fails, and its output is kept", func(t *testing.T) {
-		r := toyCheck(t, root, Options{Answer: "answers/wrong"})
+		r := toyCheck(t, root, grade.Request{Answer: "answers/wrong"})
 		if r.Verdict != report.Failed || r.Reference.ExitCode != 1 || !strings.Contains(r.Reference.Output, "I always fail") {
 			t.Fatalf("got %s, reference %+v", r.Verdict, r.Reference)
 		}
@@ -296,7 +293,7 @@ func TestCheck(t *testing.T) {
 	t.Run("a hung answer is killed at the timeout, and the cause is named", func(t *testing.T) {
 		for answer, cause := range map[string]string{"answers/hang": "waiting with no bound", "answers/spin": "computing"} {
 			start := time.Now()
-			r := toyCheck(t, root, Options{Answer: answer, Timeout: 500 * time.Millisecond})
+			r := toyCheck(t, root, grade.Request{Answer: answer, Timeout: 500 * time.Millisecond})
 			if r.Reference.Status != report.TimedOut || r.Verdict != report.Failed || !strings.Contains(r.Reference.Output, cause) {
 				t.Fatalf("%s: reference %+v, verdict %s; want timed out, failed, %q", answer, r.Reference, r.Verdict, cause)
 			}
@@ -307,7 +304,7 @@ func TestCheck(t *testing.T) {
 	})
 
 	t.Run("an answer whose result changes is flaky with --repeat", func(t *testing.T) {
-		r := toyCheck(t, root, Options{Answer: "answers/coin", Repeat: 12})
+		r := toyCheck(t, root, grade.Request{Answer: "answers/coin", Repeat: 12})
 		// 12 runs of a fair coin agree with probability 2^-11.
 		if r.Verdict != report.Flaky || r.Reference.PassRate == "" {
 			t.Fatalf("verdict %s (%s), reference %+v; want flaky with a pass rate", r.Verdict, r.Summary, r.Reference)
@@ -317,11 +314,11 @@ func TestCheck(t *testing.T) {
 	t.Run("an answer outside the repository is built as one of its packages", func(t *testing.T) {
 		outside := t.TempDir()
 		write(t, filepath.Join(outside, "main.go"), refAnswer)
-		answer, err := ResolveAnswer(root, root, outside)
+		answer, err := grade.ResolveAnswer(root, root, outside)
 		if err != nil || answer != outside {
 			t.Fatalf("ResolveAnswer = %q, %v", answer, err)
 		}
-		r := toyCheck(t, root, Options{Answer: answer})
+		r := toyCheck(t, root, grade.Request{Answer: answer})
 		if r.Verdict != report.Passed {
 			t.Fatalf("verdict %s (%s)", r.Verdict, r.Summary)
 		}
@@ -334,8 +331,8 @@ func TestCheck(t *testing.T) {
 func TestAStaleEditIsNamed(t *testing.T) {
 	t.Parallel()
 	root := toyRepo(t)
-	writeEdit(t, root, "stale", toyEdit{variant.Mutant, "gone.", true, "\treturn q >= 7\n", "\treturn q >= 8\n"})
-	r := toyCheck(t, root, Options{Answer: "lessons/13/answer_previous"})
+	writeEdit(t, root, "stale", toyEdit{report.Mutant, "gone.", true, "\treturn q >= 7\n", "\treturn q >= 8\n"})
+	r := toyCheck(t, root, grade.Request{Answer: "lessons/13/answer_previous"})
 	if r.Verdict != report.Failed || !strings.Contains(r.Summary, "E12 mutant stale") || !strings.Contains(r.Summary, "stale edit") {
 		t.Fatalf("verdict %s: %s", r.Verdict, r.Summary)
 	}
@@ -344,8 +341,8 @@ func TestAStaleEditIsNamed(t *testing.T) {
 func TestAMutantThatDoesNotBuildIsNotViable(t *testing.T) {
 	t.Parallel()
 	root := toyRepo(t)
-	writeEdit(t, root, "broken", toyEdit{variant.Mutant, "does not compile.", true, "\treturn q >= 1 && q <= 100\n", "\treturn nope\n"})
-	r := toyCheck(t, root, Options{Answer: "lessons/13/answer_previous"})
+	writeEdit(t, root, "broken", toyEdit{report.Mutant, "does not compile.", true, "\treturn q >= 1 && q <= 100\n", "\treturn nope\n"})
+	r := toyCheck(t, root, grade.Request{Answer: "lessons/13/answer_previous"})
 	p := property(t, r, "broken")
 	if p.Status != report.NotViable || p.OK || !strings.Contains(p.Detail, "nope") {
 		t.Fatalf("broken mutant: %+v", p)

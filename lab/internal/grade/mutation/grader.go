@@ -1,0 +1,67 @@
+package mutation
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"quoteflowlab.dev/lab/internal/grade"
+	"quoteflowlab.dev/lab/internal/report"
+)
+
+// Grader grades an exercise whose answer is a test: the grade.Grader of
+// method "mutants".
+type Grader struct {
+	req grade.Request
+}
+
+// New returns a grader for one request; Accept gives it the request.
+func New() *Grader { return &Grader{} }
+
+// Accept checks what only this method knows: --variant is the measured
+// grader's, and the answer is a folder with a main package in it.
+func (g *Grader) Accept(req grade.Request) error {
+	l := req.Lesson
+	if req.Variant != "" {
+		return fmt.Errorf("--variant is for measured exercises (E15): it swaps a broken variant of the reference tools into the answer; %s is checked with mutants", l.Exercise())
+	}
+	if err := hasGoFiles(req); err != nil {
+		return err
+	}
+	g.req = req
+	return nil
+}
+
+// Check runs the answer on the checkpoint, its mutants and wheats.
+func (g *Grader) Check(ctx context.Context) report.Report { return Check(ctx, g.req) }
+
+// Watches: the answer is Go code; nothing else in its folder is graded.
+func (g *Grader) Watches(rel string) bool { return strings.HasSuffix(rel, ".go") }
+
+// Watching names the files Watches accepts.
+func (g *Grader) Watching() string { return ".go files" }
+
+// Proves says what the exercise's scripts (its reference answer and its
+// starter, checked) prove, for lab verify.
+func (g *Grader) Proves() string {
+	return "reference answer catches every mutant and passes every wheat; starter not started"
+}
+
+// Doing says what a check does, for a person waiting on a slow one.
+func (g *Grader) Doing() string {
+	return "building and running the answer against its checkpoint, mutants and wheats"
+}
+
+// hasGoFiles reports an answer directory with no Go file in it: a mutant-
+// checked answer is one main package, like the starter.
+func hasGoFiles(req grade.Request) error {
+	if req.Answer == "" {
+		return nil // the starter
+	}
+	matches, err := filepath.Glob(filepath.Join(req.AnswerDir(), "*.go"))
+	if err != nil || len(matches) > 0 {
+		return err
+	}
+	return fmt.Errorf("answer %s has no .go files: give the directory of your main package, like %s", req.Answer, req.Lesson.Starter())
+}
