@@ -91,18 +91,23 @@ func commonFlags(fs *flag.FlagSet) (provider, data *string, shared *sharedFlags)
 		"Redis URL (redis://127.0.0.1:6379/0) of a quota, baskets and queue shared by every process on it; empty: this process alone, as checkpoint 16 (env QUOTEFLOW_REDIS_URL)")
 	fs.StringVar(&shared.rate, "rate", "none",
 		"with --redis: rate quota per supplier, all processes together, as N/duration (5/250ms) or none")
+	shared.timings = timingFlags(fs)
 	return provider, data, shared
 }
 
-// sharedFlags are --redis and --rate.
+// sharedFlags are --redis and --rate, and the timings (timings.go).
 type sharedFlags struct {
 	url, rate string
 	parsed    quota.Rate
+	*timings
 }
 
 // check refuses a --redis that is not a redis:// URL, or a bad --rate, as a
 // usage error, before anything is opened.
 func (f *sharedFlags) check(stderr io.Writer) (int, bool) {
+	if code, ok := f.timings.check(stderr); !ok {
+		return code, false
+	}
 	var err error
 	if f.parsed, err = quota.ParseRate(f.rate); err != nil {
 		fmt.Fprintln(stderr, "quoteflow: --rate:", strings.TrimPrefix(err.Error(), "quota: "))
@@ -174,7 +179,7 @@ func open(provider, dir string, shared *sharedFlags) (svc *quoteflow.Service, cl
 	if shared.url != "" {
 		return openRedis(provider, shared)
 	}
-	svc, closeData, err = openBolt(provider, dir)
+	svc, closeData, err = openBolt(provider, dir, shared.basket())
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -208,12 +213,13 @@ func openRedis(provider string, shared *sharedFlags) (*quoteflow.Service, func()
 		rdb.Close()
 		return nil, nil, "", err
 	}
-	qt, err := quota.NewRedis(rdb, quota.RedisConfig{Limit: quoteflow.DefaultOutbound, Rate: shared.parsed})
+	cfg := shared.quota(shared.parsed)
+	qt, err := quota.NewRedis(rdb, cfg)
 	if err != nil {
 		rdb.Close()
 		return nil, nil, "", err
 	}
-	svc, err := quoteflow.New(quoteflow.Config{ProviderURL: provider, Quota: qt, Store: store, Queue: q})
+	svc, err := quoteflow.New(quoteflow.Config{ProviderURL: provider, Quota: qt, Store: store, Queue: q, Basket: shared.basket()})
 	if err != nil {
 		qt.Close()
 		rdb.Close()
@@ -224,12 +230,12 @@ func openRedis(provider string, shared *sharedFlags) (*quoteflow.Service, func()
 		rate = "rate " + shared.parsed.String() + " per supplier"
 	}
 	uses := fmt.Sprintf("quota: redis %s, %d supplier calls at once for every process on it (leases, TTL %s), %s; baskets and queue: redis stream, consumer %s",
-		shared.url, quoteflow.DefaultOutbound, quota.DefaultTTL, rate, q.Consumer())
+		shared.url, quoteflow.DefaultOutbound, cfg.TTL, rate, q.Consumer())
 	return svc, func() { svc.Close(); qt.Close(); rdb.Close() }, uses, nil
 }
 
 // openBolt builds the service on the data directory's one bbolt file.
-func openBolt(provider, dir string) (svc *quoteflow.Service, closeData func(), err error) {
+func openBolt(provider, dir string, basket quoteflow.BasketPolicy) (svc *quoteflow.Service, closeData func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
 	}
@@ -248,7 +254,7 @@ func openBolt(provider, dir string) (svc *quoteflow.Service, closeData func(), e
 		db.Close()
 		return nil, nil, err
 	}
-	svc, err = quoteflow.New(quoteflow.Config{ProviderURL: provider, Store: store, Queue: q})
+	svc, err = quoteflow.New(quoteflow.Config{ProviderURL: provider, Store: store, Queue: q, Basket: basket})
 	if err != nil {
 		db.Close()
 		return nil, nil, err
