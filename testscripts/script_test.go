@@ -24,8 +24,9 @@
 //	    tree's files and says so.
 //
 //	[!] alive PIDFILE
-//	    Succeeds if the process whose pid PIDFILE holds still runs (a zombie
-//	    counts as gone), after letting a kill land for up to a second.
+//	    Succeeds if a process whose pid PIDFILE holds (one pid a line) still
+//	    runs (a zombie counts as gone); negated, if none does; after letting
+//	    a kill land for up to a second.
 //
 //	freeport VAR
 //	    Sets $VAR to a port number that was free on 127.0.0.1 a moment ago.
@@ -79,6 +80,7 @@ package testscripts
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -193,6 +195,13 @@ func mapDirs(gomods []string) []string {
 	return dirs
 }
 
+// schemaKey is the schemata key every script's lab check cache starts with.
+var schemaKey = func() []byte {
+	key := make([]byte, 32)
+	rand.Read(key)
+	return key
+}()
+
 // setup gives each script the host's Go caches, an offline module proxy, a
 // HOME of its own and $REPO.
 func setup(env *testscript.Env) error {
@@ -220,6 +229,17 @@ func setup(env *testscript.Env) error {
 		env.Setenv("USERPROFILE", home)
 	}
 	env.Setenv("REPO", repo)
+	// Scripts that check with LAB_STATE_DIR=$WORK/state share one key for
+	// the mutant schemata, so the schema of a checkpoint is the same source
+	// in every script and go build compiles it once for the whole run (each
+	// script still links its own binaries in its own cache).
+	cache := filepath.Join(env.WorkDir, "state", "cache")
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(cache, "schemata.key"), schemaKey, 0o600); err != nil {
+		return err
+	}
 	// The checkpoint_NN scripts run each checkpoint's suite; CI asks for
 	// the race detector there (LAB_CHECKPOINT_RACE=1), so it runs once.
 	flags := "-vet=off" // vet ran just before, in the script
@@ -255,26 +275,34 @@ func cmdProvider(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("BLACKHOLE_ADDR", srv.BlackholeAddr)
 }
 
-// cmdAlive checks whether the process in a pid file still runs.
+// cmdAlive checks whether the processes in a pid file (one pid a line) still
+// run: alive if any does, ! alive if none does.
 func cmdAlive(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: [!] alive PIDFILE")
 	}
 	data, err := os.ReadFile(ts.MkAbs(args[0]))
 	ts.Check(err)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	ts.Check(err)
+	var pids []int
+	for _, f := range strings.Fields(string(data)) {
+		pid, err := strconv.Atoi(f)
+		ts.Check(err)
+		pids = append(pids, pid)
+	}
+	if len(pids) == 0 {
+		ts.Fatalf("%s holds no pid", args[0])
+	}
 	deadline := time.Now().Add(time.Second)
 	for {
-		up := processRuns(pid)
+		up := slices.IndexFunc(pids, processRuns)
 		switch {
-		case up && !neg, !up && neg:
+		case up >= 0 && !neg, up < 0 && neg:
 			return
 		case time.Now().After(deadline):
 			if neg {
-				ts.Fatalf("process %d still runs", pid)
+				ts.Fatalf("process %d still runs", pids[up])
 			}
-			ts.Fatalf("process %d does not run", pid)
+			ts.Fatalf("none of the processes %v runs", pids)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

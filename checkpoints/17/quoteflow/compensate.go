@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"quoteflowlab.dev/checkpoints/17/fanout"
@@ -74,14 +75,28 @@ func (s *Service) CompensateOnce(ctx context.Context) (int, error) {
 		todo, tasks = append(todo, j), append(tasks, c)
 		calls = append(calls, s.supplierJob(c.Supplier, q, c.RequestID))
 	}
-	// Each pass ends well within the lease, so no job is delivered twice while it runs.
-	results := fanout.Run(ctx, calls, s.options(s.basket.Visibility/2))
-	for i, r := range results {
-		if err := s.finish(ctx, todo[i], tasks[i], r); err != nil {
-			return len(jobs), err
+	// Each pass ends well within the lease, so no job is delivered twice while
+	// it runs. Each job is recorded the moment it ends, not when the slowest
+	// of the batch does: a worker killed mid-pass loses only the calls still
+	// running, never an answer it already had (which would be asked again).
+	opts := s.options(s.basket.Visibility / 2)
+	errs := make([]error, len(calls))
+	panics := make([]any, len(calls))
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() {
+			defer catchPanic(&panics[i])
+			r := fanout.Run(ctx, calls[i:i+1], opts)[0]
+			errs[i] = s.finish(ctx, todo[i], tasks[i], r)
+		})
+	}
+	wg.Wait()
+	for _, p := range panics {
+		if p != nil {
+			panic(p)
 		}
 	}
-	return len(jobs), nil
+	return len(jobs), errors.Join(errs...)
 }
 
 // finish writes one compensation result to its basket and the queue, and

@@ -104,6 +104,9 @@ type Report struct {
 	Repeat        int      `json:"repeat,omitempty"` // runs per build with --repeat
 	Notes         []string `json:"notes,omitempty"`  // re-runs and other things worth knowing
 	ElapsedMS     int64    `json:"elapsed_ms"`
+	// BuildMS: mutants, the wall time of building the answer (the schema
+	// build, and any mutant or wheat built on its own), before any run.
+	BuildMS int64 `json:"build_ms,omitempty"`
 }
 
 // Run is one execution of the answer on the correct build.
@@ -126,6 +129,9 @@ type Prop struct {
 	Status   string `json:"status"`
 	Detail   string `json:"detail,omitempty"`
 	PassRate string `json:"pass_rate,omitempty"` // with --repeat: runs that exited 0, "2/5"
+	// ElapsedMS: mutants and wheats, the wall time of this build's runs
+	// (re-runs included), from the first run's start to the last one's end.
+	ElapsedMS int64 `json:"elapsed_ms,omitempty"`
 }
 
 // Score is the mutation score: how many mutants the answer caught.

@@ -3,7 +3,13 @@
 // Write a program, here, that proves this about checkpoint 17's quota
 // (package quota), on a real redis-server that your program starts on a free
 // loopback port (`--port N --save "" --appendonly no`), or on the embedded
-// stand-in (github.com/alicebob/miniredis/v2) when there is none. A
+// stand-in (github.com/alicebob/miniredis/v2) when there is none. Under
+// `lab check`, LAB_REDIS_URL names an empty database of a redis-server the
+// check started once for all its runs: use it when it is set (no server to
+// start per run); that server is shared, so to show "Redis down" there, put
+// a small TCP proxy of your own between your processes and it, and cut it.
+// Settings shorten every wait: quota.RedisConfig's TTL (renewed every
+// TTL/3), Poll and OpTimeout; a TTL of a few hundred ms keeps a run short. A
 // "process" is what one QuoteFlow process holds: its own client
 // (quota.NewClient) and its own quota.NewRedis on the shared server; Redis
 // cannot tell three of them from three programs. Your witnesses: a counter

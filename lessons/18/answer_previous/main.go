@@ -3,7 +3,9 @@
 //
 //	go run ./lessons/18/answer_previous
 //
-// It starts its own redis-server on a free loopback port (no persistence
+// Under lab check it runs on the empty database the check gives each run
+// (LAB_REDIS_URL, on one redis-server for the whole check); run by hand, it
+// starts its own redis-server on a free loopback port (no persistence
 // files, killed with its process group at the end; see redis.go). Each
 // "process" is what a QuoteFlow process holds: its own go-redis client and
 // its own quota.Redis on the shared server, so Redis cannot tell them from
@@ -11,7 +13,7 @@
 // fake provider (an http.RoundTripper) that counts the calls in flight.
 //
 //  1. One limit for three: three services on the shared quota, each with 8
-//     quotes at once (72 supplier calls, 100 ms each), put exactly 6 calls
+//     quotes at once (72 supplier calls, 40 ms each), put exactly 6 calls
 //     at the suppliers, never 7; and 36 goroutines hammering the quota from
 //     three processes never hold more than 6 slots, and do hold 6. A
 //     per-process limit shows 18; a check and an add in two round trips let
@@ -20,7 +22,8 @@
 //     6 slots and dies without releasing (Close: no more renewals, as after
 //     kill -9), right away (fresh leases) and after a renewal. Within the
 //     TTL + 20% the other two hold 6 again; leases living 1.5 TTLs miss it.
-//  3. Fail closed: with Redis stopped, Acquire and Wait fail at once with
+//  3. Fail closed: with Redis gone (every connection cut by a proxy of its
+//     own between the processes and Redis), Acquire and Wait fail at once with
 //     quota.ErrUnavailable, and a service quote reports quota_unavailable for
 //     every supplier with zero supplier calls. Redis back (empty), the same
 //     processes are admitted again without a restart.
@@ -36,17 +39,20 @@
 //
 // Bonus checks:
 //
-//  6. Renewal: one process holds all 6 slots for 3 TTLs; nobody else is
+//  6. Renewal: one process holds all 6 slots for 2 TTLs; nobody else is
 //     admitted meanwhile.
 //  7. One clock: on an embedded stand-in whose clock runs an hour ahead of
 //     this machine's (a real server's clock cannot be moved), the same: a
 //     renewal stamped with the process's own clock would write an expiry an
 //     hour in the past.
 //
-// Every wait is bounded (contexts of a few seconds); the run takes about 8 s.
-// Timing bounds leave room for a busy machine: "within the TTL + 20%" is 720
-// ms for a 600 ms TTL that a broken build misses by seconds, and peak counts
-// are read from witnesses, never from the clock.
+// The checks run at once, each on keys of its own (a quota prefix, or the
+// queue's), and the first failure ends the run; every wait is bounded
+// (contexts of a few seconds) and the run takes about 2.5 s, the queue
+// check's visibility timeouts. Timing bounds leave room for a busy machine:
+// "within the TTL + 20%" is 720 ms for a 600 ms TTL that a lease that never
+// expires misses for good, and peak counts are read from witnesses, never
+// from the clock.
 package main
 
 import (
@@ -74,22 +80,24 @@ import (
 const limit = 6 // the shared quota of every check
 
 func main() {
-	redis.SetLogger(quiet{}) // the server is stopped on purpose in check 3
-	srv, err := startRedis()
+	redis.SetLogger(quiet{}) // the connection is cut on purpose in check 3
+	url, stop, err := redisURL()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "E17 failed:", err)
 		os.Exit(1)
 	}
-	code := run(srv)
-	srv.Stop()
+	code := run(url)
+	stop()
 	os.Exit(code)
 }
 
-func run(srv *server) int {
-	fmt.Fprintln(os.Stderr, "E17:", srv.describe())
+// run runs the checks at once, each on keys of its own (its own quota
+// prefix), and stops at the first failure: main then stops the server and
+// exits, which ends the checks still running.
+func run(url string) int {
 	checks := []struct {
 		name string
-		run  func(*server) error
+		run  func(url, prefix string) error
 	}{
 		{"one limit for three processes", oneLimitForThree},
 		{"killed process", aKilledProcessGivesItsSlotsBack},
@@ -99,9 +107,17 @@ func run(srv *server) int {
 		{"renewal", longCallsKeepTheirSlots},
 		{"one clock", renewalsUseRedisClock},
 	}
-	for _, c := range checks {
-		if err := c.run(srv); err != nil {
-			fmt.Fprintf(os.Stderr, "E17 failed (%s): %v\n", c.name, err)
+	type result struct {
+		name string
+		err  error
+	}
+	results := make(chan result, len(checks))
+	for i, c := range checks {
+		go func() { results <- result{c.name, c.run(url, fmt.Sprintf("e17-check%d", i+1))} }()
+	}
+	for range checks {
+		if r := <-results; r.err != nil {
+			fmt.Fprintf(os.Stderr, "E17 failed (%s): %v\n", r.name, r.err)
 			return 1
 		}
 	}
@@ -117,10 +133,9 @@ func run(srv *server) int {
 
 // processes returns n quotas on url, each with its own client: n processes.
 // closeAll closes them all (a closed quota is a killed process). A round trip
-// may take a second (the default is 250 ms): a machine busy compiling can
-// stall one that long, and these checks are about counting, not speed.
+// may take up to patience (the default is 250 ms).
 func processes(url string, n int, cfg quota.RedisConfig) (qs []*quota.Redis, closeAll func(), err error) {
-	cfg.OpTimeout = time.Second
+	cfg.OpTimeout = patience
 	var clients []*redis.Client
 	closeAll = func() {
 		for _, q := range qs {
@@ -131,7 +146,7 @@ func processes(url string, n int, cfg quota.RedisConfig) (qs []*quota.Redis, clo
 		}
 	}
 	for range n {
-		rdb, err := quota.NewClient(url)
+		rdb, err := newClient(url)
 		if err != nil {
 			closeAll()
 			return nil, nil, err
@@ -147,14 +162,33 @@ func processes(url string, n int, cfg quota.RedisConfig) (qs []*quota.Redis, clo
 	return qs, closeAll, nil
 }
 
+// patience bounds one round trip to Redis in these checks. Lab check runs
+// several builds at once on one redis-server, on a machine that may be busy
+// compiling: a round trip can stall for a second there, and these checks
+// are about counting and expiry, not speed. A server that is gone is
+// noticed at once (the connection is refused or cut), whatever this is.
+const patience = 2 * time.Second
+
+// newClient is quota.NewClient with patience for each dial, read and write.
+func newClient(url string) (*redis.Client, error) {
+	rdb, err := quota.NewClient(url)
+	if err != nil {
+		return nil, err
+	}
+	opt := *rdb.Options()
+	rdb.Close()
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = patience, patience, patience
+	return redis.NewClient(&opt), nil
+}
+
 // 1. Three services, and three bare quotas under contention: one limit.
-func oneLimitForThree(srv *server) error {
-	qs, closeAll, err := processes(srv.url(), 3, quota.RedisConfig{Limit: limit})
+func oneLimitForThree(url, prefix string) error {
+	qs, closeAll, err := processes(url, 3, quota.RedisConfig{Prefix: prefix, Limit: limit})
 	if err != nil {
 		return err
 	}
 	defer closeAll()
-	fake := &fake{latency: 100 * time.Millisecond}
+	fake := &fake{latency: 40 * time.Millisecond}
 	var svcs []*quoteflow.Service
 	for _, q := range qs {
 		svc, err := quoteflow.New(quoteflow.Config{Transport: fake, Quota: q, Budget: 3 * time.Second})
@@ -188,15 +222,16 @@ func oneLimitForThree(srv *server) error {
 		return fmt.Errorf("24 quotes on three services sharing one quota of %d: %d calls at the suppliers at once, want exactly %d", limit, p, limit)
 	}
 	if n := failed.Load(); n > 0 {
-		return fmt.Errorf("%d failures among 24 quotes with a 3 s budget and 100 ms calls", n)
+		return fmt.Errorf("%d failures among 24 quotes with a 3 s budget and 40 ms calls", n)
 	}
 
 	// The same quota, hammered: 12 goroutines per process take a slot, hold
-	// it a moment, give it back, for 1.5 s.
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	// it 5 ms, give it back, for 500 ms (hundreds of acquisitions, light
+	// enough for a Redis other checks share).
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	var g gauge
-	admitted, err := hammer(ctx, qs, 12, time.Millisecond, &g)
+	admitted, err := hammer(ctx, qs, 12, 5*time.Millisecond, &g)
 	if err != nil {
 		return err
 	}
@@ -209,17 +244,21 @@ func oneLimitForThree(srv *server) error {
 // 2. A process that dies holding every slot blocks the others only until
 // its leases expire: killed right after taking them (fresh leases), and
 // killed after a renewal (renewed leases expire too).
-func aKilledProcessGivesItsSlotsBack(srv *server) error {
-	// Fresh leases expire by the kill + TTL; leases that live 1.5 TTLs not
-	// before the kill + 1.5 TTL less the moments between the last Acquire
-	// and the kill. A TTL of 1 s leaves 200 ms on either side of TTL + 20%.
-	if err := killedHolding(srv, time.Second, 0); err != nil {
-		return fmt.Errorf("killed right after taking its slots: %w", err)
-	}
+func aKilledProcessGivesItsSlotsBack(url, prefix string) error {
+	// Both at once, each on keys of its own. Fresh leases expire by the
+	// kill + TTL; leases that live 1.5 TTLs not before the kill + 1.5 TTL
+	// less the moments between the last Acquire and the kill. A TTL of 1 s
+	// leaves 200 ms on either side of TTL + 20%.
+	fresh := make(chan error, 1)
+	go func() { fresh <- killedHolding(url, prefix+"-fresh", time.Second, 0) }()
 	// ttl/2: a renewal (every ttl/3) has run, the leases are live, not fresh.
 	const ttl = 600 * time.Millisecond
-	if err := killedHolding(srv, ttl, ttl/2); err != nil {
-		return fmt.Errorf("killed after a renewal: %w", err)
+	renewed := killedHolding(url, prefix+"-renewed", ttl, ttl/2)
+	if err := <-fresh; err != nil {
+		return fmt.Errorf("killed right after taking its slots: %w", err)
+	}
+	if renewed != nil {
+		return fmt.Errorf("killed after a renewal: %w", renewed)
 	}
 	return nil
 }
@@ -228,8 +267,8 @@ func aKilledProcessGivesItsSlotsBack(srv *server) error {
 // killed; the other two must hold every slot again within the TTL + 20%,
 // measured from the kill: a lease taken or renewed before it is free by
 // then (the 20% are for a busy machine), one that outlives its TTL is not.
-func killedHolding(srv *server, ttl, alive time.Duration) error {
-	qs, closeAll, err := processes(srv.url(), 3, quota.RedisConfig{Limit: limit, TTL: ttl})
+func killedHolding(url, prefix string, ttl, alive time.Duration) error {
+	qs, closeAll, err := processes(url, 3, quota.RedisConfig{Prefix: prefix, Limit: limit, TTL: ttl})
 	if err != nil {
 		return err
 	}
@@ -242,12 +281,15 @@ func killedHolding(srv *server, ttl, alive time.Duration) error {
 	}
 	qs[0].Close() // kill -9: no release, no renewal
 	killed := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Bounded past the TTL + 20%: not back by then is a failure either way,
+	// and a lease that never expires is not waited out for long.
+	wait := ttl * 3 / 2
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	for i := range limit {
 		q := qs[1+i%2]
 		if err := q.Acquire(ctx); err != nil {
-			return fmt.Errorf("after one process was killed holding all %d slots, the others got only %d in 5 s: %v", limit, i, err)
+			return fmt.Errorf("after one process was killed holding all %d slots, the others got only %d in %s, past the TTL %s + 20%%: %v", limit, i, wait, ttl, err)
 		}
 		defer q.Release()
 	}
@@ -257,10 +299,20 @@ func killedHolding(srv *server, ttl, alive time.Duration) error {
 	return nil
 }
 
-// 3. Redis stopped: closed, at once; Redis back: working again.
-func failClosedAndRecover(srv *server) error {
+// 3. Redis gone: closed, at once; Redis back (empty): working again. The
+// processes reach Redis through a TCP proxy of this program's own, so
+// "Redis down" is every connection cut and the port refusing, as a killed
+// server looks to its clients, without stopping a server other programs
+// may share (lab check's); "back" is the proxy listening again on the same
+// port in front of a store that lost this check's keys.
+func failClosedAndRecover(url, prefix string) error {
 	const ttl = 300 * time.Millisecond
-	qs, closeAll, err := processes(srv.url(), 2, quota.RedisConfig{Limit: limit, TTL: ttl, Rate: quota.Rate{N: 5, Per: 250 * time.Millisecond}})
+	p, purl, err := newProxy(url)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	qs, closeAll, err := processes(purl, 2, quota.RedisConfig{Prefix: prefix, Limit: limit, TTL: ttl, Rate: quota.Rate{N: 5, Per: 250 * time.Millisecond}})
 	if err != nil {
 		return err
 	}
@@ -277,11 +329,9 @@ func failClosedAndRecover(srv *server) error {
 		}
 		q.Release()
 	}
-	if err := srv.Kill(); err != nil {
-		return err
-	}
+	p.down()
 	for i, q := range qs {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		start := time.Now()
 		err := q.Acquire(ctx)
 		took := time.Since(start)
@@ -295,13 +345,13 @@ func failClosedAndRecover(srv *server) error {
 		if !errors.Is(err, quota.ErrUnavailable) {
 			return fmt.Errorf("process %d: Acquire with Redis down = %v, want quota.ErrUnavailable (fail closed)", i, err)
 		}
-		if took > 2*time.Second {
+		if took > 1500*time.Millisecond {
 			return fmt.Errorf("process %d: Acquire failed closed, but after %s: a caller would wait out its deadline", i, took.Round(time.Millisecond))
 		}
 		if !errors.Is(werr, quota.ErrUnavailable) {
 			return fmt.Errorf("process %d: Wait (the rate quota) with Redis down = %v, want quota.ErrUnavailable (fail closed)", i, werr)
 		}
-		if wtook > 2*time.Second {
+		if wtook > 1500*time.Millisecond {
 			return fmt.Errorf("process %d: Wait failed closed, but after %s: a caller would wait out its deadline", i, wtook.Round(time.Millisecond))
 		}
 	}
@@ -320,10 +370,15 @@ func failClosedAndRecover(srv *server) error {
 		return fmt.Errorf("a quote with Redis down: %d quotes, %d failures, %d supplier calls; want 3 quota_unavailable and no call", len(res.Quotes), len(res.Failures), fake.total())
 	}
 
-	if err := srv.Start(); err != nil { // back, and empty
+	if err := wipe(url, prefix); err != nil { // the store lost this check's data
 		return err
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	if err := p.up(); err != nil { // back
+		return err
+	}
+	// Back, a correct quota admits again after one TTL of grace (leases the
+	// lost store forgot may still run); 2 s is several times that.
+	deadline := time.Now().Add(2 * time.Second)
 	for i, q := range qs {
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
@@ -334,7 +389,7 @@ func failClosedAndRecover(srv *server) error {
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("process %d: 5 s after Redis came back, Acquire still fails: %v", i, err)
+				return fmt.Errorf("process %d: 2 s after Redis came back (TTL %s), Acquire still fails: %v", i, ttl, err)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -343,9 +398,9 @@ func failClosedAndRecover(srv *server) error {
 }
 
 // 4. The rate quota counts every process's calls.
-func theRateHoldsAcrossProcesses(srv *server) error {
+func theRateHoldsAcrossProcesses(url, prefix string) error {
 	rate := quota.Rate{N: 5, Per: 250 * time.Millisecond}
-	qs, closeAll, err := processes(srv.url(), 3, quota.RedisConfig{Limit: limit, Rate: rate})
+	qs, closeAll, err := processes(url, 3, quota.RedisConfig{Prefix: prefix, Limit: limit, Rate: rate})
 	if err != nil {
 		return err
 	}
@@ -390,10 +445,10 @@ func theRateHoldsAcrossProcesses(srv *server) error {
 }
 
 // 5. The Streams queue: a killed consumer loses no job, a live one keeps its own.
-func aKilledConsumerLosesNoJob(srv *server) error {
-	const visibility = time.Second
+func aKilledConsumerLosesNoJob(url, prefix string) error {
+	const visibility = 400 * time.Millisecond
 	sup := newQueueSuppliers()
-	a, closeA, err := consumer(srv.url(), "a", sup, visibility)
+	a, closeA, err := consumer(url, prefix, "a", sup, visibility)
 	if err != nil {
 		return err
 	}
@@ -426,7 +481,7 @@ func aKilledConsumerLosesNoJob(srv *server) error {
 
 	// Consumer b, boreal back: the job comes back after the visibility timeout.
 	sup.set(answerNow)
-	b, closeB, err := consumer(srv.url(), "b", sup, visibility)
+	b, closeB, err := consumer(url, prefix, "b", sup, visibility)
 	if err != nil {
 		return err
 	}
@@ -434,7 +489,7 @@ func aKilledConsumerLosesNoJob(srv *server) error {
 	// A round trip cut short on a busy machine (the client's 500 ms read
 	// limit) is tried again, as the worker's next pass would: only the
 	// line's state at the end counts.
-	until := time.Now().Add(visibility + 3*time.Second)
+	until := time.Now().Add(visibility + 1200*time.Millisecond)
 	var lastErr error
 	for {
 		if _, err := b.CompensateOnce(ctx); err != nil {
@@ -455,7 +510,7 @@ func aKilledConsumerLosesNoJob(srv *server) error {
 				also = fmt.Sprintf(" (the last round trip: %v)", lastErr)
 			}
 			return fmt.Errorf("consumer a was killed holding a job; %s after, past the %s visibility timeout, the line is still pending: the job was lost (acknowledged before its line was completed?)%s",
-				(visibility + 3*time.Second).Round(time.Millisecond), visibility, also)
+				(visibility + 1200*time.Millisecond).Round(time.Millisecond), visibility, also)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -464,15 +519,15 @@ func aKilledConsumerLosesNoJob(srv *server) error {
 	}
 
 	// Bonus: a live, slow consumer keeps its job. c takes a new queued line,
-	// boreal holds its call 600 ms (within the pass's limit of half the
-	// 2 s visibility timeout); d polls the queue meanwhile.
-	const slowVisibility = 2 * time.Second
-	c, closeC, err := consumer(srv.url(), "c", sup, slowVisibility)
+	// boreal holds its call 300 ms (within the pass's limit of half the
+	// 1 s visibility timeout); d polls the queue meanwhile.
+	const slowVisibility = time.Second
+	c, closeC, err := consumer(url, prefix, "c", sup, slowVisibility)
 	if err != nil {
 		return err
 	}
 	defer closeC()
-	d, closeD, err := consumer(srv.url(), "d", sup, slowVisibility)
+	d, closeD, err := consumer(url, prefix, "d", sup, slowVisibility)
 	if err != nil {
 		return err
 	}
@@ -481,7 +536,7 @@ func aKilledConsumerLosesNoJob(srv *server) error {
 	if err != nil {
 		return err
 	}
-	sup.set(holdFor600ms)
+	sup.set(holdFor300ms)
 	doneC := make(chan error, 1)
 	go func() { _, err := c.CompensateOnce(ctx); doneC <- err }()
 	select {
@@ -489,7 +544,7 @@ func aKilledConsumerLosesNoJob(srv *server) error {
 	case <-time.After(3 * time.Second):
 		return errors.New("consumer c never called boreal for the queued line")
 	}
-	time.Sleep(300 * time.Millisecond) // c's lease is 300 ms old, far from 2 s
+	time.Sleep(150 * time.Millisecond) // c's lease is 150 ms old, far from 1 s
 	d.CompensateOnce(ctx)              // an error here (a slow round trip) takes nothing either
 	if err := <-doneC; err != nil {
 		// c could not write its result (a round trip cut on a busy
@@ -514,14 +569,14 @@ func aKilledConsumerLosesNoJob(srv *server) error {
 
 // consumer is one QuoteFlow process's basket service on the shared Redis:
 // its own client, its Streams queue (consumer name) and basket store.
-func consumer(url, name string, sup http.RoundTripper, visibility time.Duration) (*quoteflow.Service, func(), error) {
-	rdb, err := quota.NewClient(url)
+func consumer(url, prefix, name string, sup http.RoundTripper, visibility time.Duration) (*quoteflow.Service, func(), error) {
+	rdb, err := newClient(url)
 	if err != nil {
 		return nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	q, err := queue.NewStream(ctx, rdb, queue.StreamConfig{Prefix: "e17", Consumer: name})
+	q, err := queue.NewStream(ctx, rdb, queue.StreamConfig{Prefix: prefix, Consumer: name})
 	if err != nil {
 		rdb.Close()
 		return nil, nil, err
@@ -564,20 +619,21 @@ func queuedLine(ctx context.Context, svc *quoteflow.Service, sup *queueSuppliers
 	return b.ID, nil
 }
 
-// 6. Calls longer than the TTL keep their slots. The TTL leaves a renewal
-// (every TTL/3) 400 ms of slack on a busy machine.
-func longCallsKeepTheirSlots(srv *server) error {
-	const ttl = 600 * time.Millisecond
-	qs, closeAll, err := processes(srv.url(), 2, quota.RedisConfig{Limit: limit, TTL: ttl})
+// 6. Calls longer than the TTL keep their slots: held for two TTLs, which a
+// lease that is never renewed does not outlive. The TTL leaves a renewal
+// (every TTL/3) 300 ms of slack on a busy machine.
+func longCallsKeepTheirSlots(url, prefix string) error {
+	const ttl = 450 * time.Millisecond
+	qs, closeAll, err := processes(url, 2, quota.RedisConfig{Prefix: prefix, Limit: limit, TTL: ttl})
 	if err != nil {
 		return err
 	}
 	defer closeAll()
-	return noneAdmittedWhileHeld(qs, 3*ttl)
+	return noneAdmittedWhileHeld(qs, 2*ttl)
 }
 
 // 7. The same on a stand-in whose clock is an hour ahead of ours.
-func renewalsUseRedisClock(*server) error {
+func renewalsUseRedisClock(_, prefix string) error {
 	m := miniredis.NewMiniRedis()
 	if err := m.StartAddr("127.0.0.1:0"); err != nil {
 		return err
@@ -585,14 +641,14 @@ func renewalsUseRedisClock(*server) error {
 	defer m.Close()
 	m.SetTime(time.Now().Add(time.Hour))
 	const ttl = 150 * time.Millisecond
-	qs, closeAll, err := processes("redis://"+m.Addr()+"/0", 2, quota.RedisConfig{Limit: limit, TTL: ttl})
+	qs, closeAll, err := processes("redis://"+m.Addr()+"/0", 2, quota.RedisConfig{Prefix: prefix, Limit: limit, TTL: ttl})
 	if err != nil {
 		return err
 	}
 	defer closeAll()
 	// The stand-in's clock stands still, so only an expiry written from our
 	// clock (an hour behind) can free a slot.
-	return noneAdmittedWhileHeld(qs, 4*ttl)
+	return noneAdmittedWhileHeld(qs, 3*ttl)
 }
 
 // noneAdmittedWhileHeld: qs[0] holds every slot for d; qs[1] must get none.
@@ -747,7 +803,7 @@ func (f *fake) total() int {
 const (
 	down               = iota // 503
 	holdUntilCancelled        // holds the call until its context ends
-	holdFor600ms              // holds the call 600 ms, then answers
+	holdFor300ms              // holds the call 300 ms, then answers
 	answerNow                 // answers at once
 )
 
@@ -809,8 +865,8 @@ func (f *queueSuppliers) RoundTrip(r *http.Request) (*http.Response, error) {
 				Body: io.NopCloser(strings.NewReader(`{"error":"down"}`)), Request: r}, nil
 		case holdUntilCancelled:
 			hold = time.Minute
-		case holdFor600ms:
-			hold = 600 * time.Millisecond
+		case holdFor300ms:
+			hold = 300 * time.Millisecond
 		}
 		t := time.NewTimer(hold)
 		defer t.Stop()

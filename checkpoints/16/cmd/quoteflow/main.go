@@ -39,6 +39,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	addr := fs.String("addr", "127.0.0.1:9100", "listen address")
 	provider, data := commonFlags(fs)
+	tm := timingFlags(fs)
 	switch err := fs.Parse(args); {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
@@ -53,7 +54,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if code, ok := checkProvider(*provider, stderr); !ok {
 		return code
 	}
-	if err := serve(*addr, *provider, *data, stdout); err != nil {
+	if code, ok := tm.check(stderr); !ok {
+		return code
+	}
+	if err := serve(*addr, *provider, *data, tm, stdout); err != nil {
 		fmt.Fprintln(stderr, "quoteflow:", strings.TrimPrefix(err.Error(), "quoteflow: "))
 		return 1
 	}
@@ -89,6 +93,7 @@ func runCompensate(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	once := fs.Bool("once", false, "drain the due jobs once and exit (required: the server runs the worker itself)")
 	provider, data := commonFlags(fs)
+	tm := timingFlags(fs)
 	switch err := fs.Parse(args); {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
@@ -101,8 +106,11 @@ func runCompensate(args []string, stdout, stderr io.Writer) int {
 	if code, ok := checkProvider(*provider, stderr); !ok {
 		return code
 	}
+	if code, ok := tm.check(stderr); !ok {
+		return code
+	}
 	err := func() error {
-		svc, closeData, err := open(*provider, *data)
+		svc, closeData, err := open(*provider, *data, tm)
 		if err != nil {
 			return err
 		}
@@ -123,7 +131,7 @@ func runCompensate(args []string, stdout, stderr io.Writer) int {
 
 // open builds the service on the data directory's one bbolt file; closeData
 // closes both.
-func open(provider, dir string) (svc *quoteflow.Service, closeData func(), err error) {
+func open(provider, dir string, tm *timings) (svc *quoteflow.Service, closeData func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
 	}
@@ -142,7 +150,7 @@ func open(provider, dir string) (svc *quoteflow.Service, closeData func(), err e
 		db.Close()
 		return nil, nil, err
 	}
-	svc, err = quoteflow.New(quoteflow.Config{ProviderURL: provider, Store: store, Queue: q})
+	svc, err = quoteflow.New(quoteflow.Config{ProviderURL: provider, Store: store, Queue: q, Basket: tm.basket()})
 	if err != nil {
 		db.Close()
 		return nil, nil, err
@@ -160,7 +168,7 @@ func dataFile(dir string) string {
 	return path
 }
 
-func serve(addr, provider, data string, stdout io.Writer) error {
+func serve(addr, provider, data string, tm *timings, stdout io.Writer) error {
 	ln, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("%w (is another quoteflow running? Stop it or pick another port with --addr)", err)
@@ -169,7 +177,7 @@ func serve(addr, provider, data string, stdout io.Writer) error {
 		return err
 	}
 	defer ln.Close()
-	svc, closeData, err := open(provider, data)
+	svc, closeData, err := open(provider, data, tm)
 	if err != nil {
 		return err
 	}
