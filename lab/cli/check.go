@@ -14,6 +14,7 @@ import (
 	"quoteflowlab.dev/lab/internal/grade/measured"
 	"quoteflowlab.dev/lab/internal/grade/mutation"
 	"quoteflowlab.dev/lab/internal/report"
+	"quoteflowlab.dev/lab/internal/runner"
 )
 
 // checkRequest is a parsed `lab check` command line: the request, built
@@ -40,6 +41,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	runner.BecomeSubreaper()
 	r := runChecked(ctx, c, stderr)
 	if ctx.Err() == nil && recorded(c.req) {
 		remember(c.req.Root, r, stderr) // the student's own exercise, checked to the end
@@ -67,6 +69,7 @@ func runChecked(ctx context.Context, c checkRequest, stderr io.Writer) report.Re
 		fmt.Fprintf(stderr, "lab check: %s (a first build takes longer)...\n", c.grader.Doing())
 	})
 	defer slow.Stop()
+	defer runner.Sweep() // nothing the answer started outlives the check
 	return c.grader.Check(ctx)
 }
 

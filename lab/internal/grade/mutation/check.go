@@ -18,6 +18,7 @@ package mutation
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -78,7 +79,13 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 		r.Properties = append(r.Properties, report.Prop{Name: v.Name, Kind: v.Kind, Story: v.Story, Required: v.Required, Status: report.NotRun})
 	}
 
-	c := &checker{o: o, mon: mon, r: &r}
+	guard, err := grade.NewGuard(o.Root)
+	if err != nil {
+		r.Verdict, r.Summary = report.Failed, "cannot read the course before running the answer: "+err.Error()
+		return r
+	}
+	c := &checker{o: o, mon: mon, r: &r, key: takeKey(o.CacheDir), guard: guard}
+	defer putKey(o.CacheDir, c.key)
 	b, err := c.prepare(ctx, vs)
 	if err != nil {
 		r.Verdict, r.Summary = report.Failed, err.Error()
@@ -99,8 +106,14 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 type checker struct {
 	o   grade.Request
 	mon grade.Monitor
-	r   *report.Report
-	mu  sync.Mutex // guards r's notes and machine figures while runs go at once
+	key []byte // the schema selectors' key: in memory only while answers run
+	// guard restores what grading depends on after every run; tampered
+	// names what an answer changed there.
+	guard        *grade.Guard
+	tampered     []string
+	orphansNoted bool
+	r            *report.Report
+	mu           sync.Mutex // guards r's notes and machine figures while runs go at once
 }
 
 // builds are the binaries of one check: the main one (the schema, or the
@@ -139,11 +152,7 @@ func (c *checker) prepare(ctx context.Context, vs []variant.Variant) (*builds, e
 
 	var separate []schemata.Separate
 	if !o.Separate && len(vs) > 0 {
-		secret, err := secretKey(o.CacheDir)
-		if err != nil {
-			return nil, err
-		}
-		b.schema, separate, err = schemata.Generate(o.Root, filepath.Join(b.dir, "schema"), vs, secret)
+		b.schema, separate, err = schemata.Generate(o.Root, filepath.Join(b.dir, "schema"), vs, c.key)
 		if err != nil {
 			return nil, err // a stale edit: the course's bug, said plainly
 		}
@@ -159,6 +168,7 @@ func (c *checker) prepare(ctx context.Context, vs []variant.Variant) (*builds, e
 	if err != nil {
 		return nil, err
 	}
+	defer b.clean() // what the build read says which selector is which
 	b.mainRes = runner.Build(ctx, o.Root, overlay, b.main, b.pkg)
 	if !b.mainRes.OK() && b.schema != nil && ctx.Err() == nil {
 		// Whose fault? Build the plain checkpoint: if that builds, the
@@ -177,6 +187,18 @@ func (c *checker) prepare(ctx context.Context, vs []variant.Variant) (*builds, e
 		}
 	}
 	return b, nil
+}
+
+// clean removes the files the builds read (the generated schema, the
+// overlays, the edited files): they say which selector picks which
+// variant, and an answer could read them while it runs. The binaries stay.
+func (b *builds) clean() {
+	entries, _ := os.ReadDir(b.dir)
+	for _, e := range entries {
+		if n := e.Name(); n == "schema" || strings.HasPrefix(n, "overlay-") || strings.HasPrefix(n, "own-") {
+			os.RemoveAll(filepath.Join(b.dir, n))
+		}
+	}
 }
 
 func (b *builds) schemaFiles() map[string]string {
@@ -253,6 +275,9 @@ func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant)
 				continue
 			}
 			bin = b.own[v.Name]
+			if b.schema != nil {
+				env = b.schema.Decoy(v.Name) // the same shape as every other run's
+			}
 		} else {
 			env = b.schema.Select(v.Name)
 		}
@@ -295,8 +320,8 @@ func (c *checker) buildOwn(ctx context.Context, b *builds, vs []variant.Variant)
 		go func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			bin := filepath.Join(b.dir, "bin", runner.Exe(v.Name))
-			dir := filepath.Join(b.dir, "own-"+v.Name)
+			bin := filepath.Join(b.dir, "bin", runner.Exe(c.neutral(v.Name)))
+			dir := filepath.Join(b.dir, "own-"+c.neutral(v.Name))
 			ovFile, err := variant.WriteOverlay(c.o.Root, dir, v)
 			if err == nil && len(b.external) > 0 {
 				ovFile, err = c.overlayWith(b, dir, v)
@@ -324,6 +349,15 @@ func (c *checker) buildOwn(ctx context.Context, b *builds, vs []variant.Variant)
 		close(done)
 	}()
 	<-done
+	b.clean()
+}
+
+// neutral is a name for a variant's files that says nothing of it: a
+// keyed hash, the key held in memory while answers run.
+func (c *checker) neutral(name string) string {
+	m := hmac.New(sha256.New, c.key)
+	m.Write([]byte("\x00file\x00" + name))
+	return "b" + hex.EncodeToString(m.Sum(nil))[:12]
 }
 
 // overlayWith is the overlay of one variant plus an external answer's files.
@@ -340,7 +374,7 @@ func (c *checker) overlayWith(b *builds, dir string, v variant.Variant) (string,
 	if err := variant.WriteIfChanged(file, data); err != nil {
 		return "", err
 	}
-	return c.overlay(b, "own-"+v.Name, map[string]string{target: file})
+	return c.overlay(b, "own-"+c.neutral(v.Name), map[string]string{target: file})
 }
 
 // judged is the outcome of running one build, with re-runs.
@@ -415,17 +449,64 @@ func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass, de
 // timer fired late.
 func (c *checker) run(ctx context.Context, bin, env string) (runner.Result, bool) {
 	mark := c.mon.Mark()
-	cmd := runner.Cmd{Name: bin, Dir: c.o.Root, Timeout: c.o.Timeout}
+	scratch, exe, err := c.scratch(bin)
+	if err != nil {
+		return runner.Result{ExitCode: -1, Err: err}, false
+	}
+	defer os.RemoveAll(scratch)
+	cmd := runner.Cmd{Name: exe, Dir: scratch, Timeout: c.o.Timeout}
 	if env != "" {
 		cmd.Env = []string{env}
 	}
 	res := runner.Run(ctx, cmd)
+	changed := c.guard.Restore()
 	c.mu.Lock()
 	if res.Starved > c.r.MaxStarved() {
 		c.r.SetMaxStarved(res.Starved)
 	}
+	for _, f := range changed {
+		if !slices.Contains(c.tampered, f) {
+			c.tampered = append(c.tampered, f)
+		}
+	}
+	if res.Orphans > 0 && !c.orphansNoted {
+		c.orphansNoted = true
+		c.r.Notes = append(c.r.Notes, fmt.Sprintf("the answer left %d process(es) running outside its process group (setsid, a group of its own, a daemon); lab killed them. Wait for every process you start, and kill it before you exit.", res.Orphans))
+	}
 	c.mu.Unlock()
 	return res, c.mon.Since(mark).Busy || c.mon.HeldBack(res.Starved, res.Elapsed)
+}
+
+// scratch makes a fresh folder for one run, the answer's working
+// directory, holding the binary under a name every run shares: the path,
+// argv[0] and the working directory say nothing of which build it is.
+func (c *checker) scratch(bin string) (dir, exe string, err error) {
+	runs := filepath.Join(c.o.CacheDir, "run")
+	if err := os.MkdirAll(runs, 0o755); err != nil {
+		return "", "", err
+	}
+	dir, err = os.MkdirTemp(runs, "")
+	if err != nil {
+		return "", "", err
+	}
+	exe = filepath.Join(dir, runner.Exe("answer"))
+	if err := os.Link(bin, exe); err != nil {
+		err = copyFile(bin, exe)
+		if err != nil {
+			os.RemoveAll(dir)
+			return "", "", err
+		}
+	}
+	return dir, exe, nil
+}
+
+// copyFile copies an executable.
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o755)
 }
 
 // describe says how busy the machine was, and how much it held a run back.
@@ -512,6 +593,10 @@ func (c *checker) decide() {
 		bonusNote = fmt.Sprintf(" (bonus: %d/%d)", bonusOK, bonus)
 	}
 	switch {
+	case len(c.tampered) > 0:
+		r.Verdict = report.Failed
+		r.Summary = "the answer changed files the grading depends on while it ran: " + strings.Join(c.tampered, ", ") + " (lab put them back)."
+		r.Next = "an answer reads the course, never writes into it: write only in a temporary folder of your own (os.MkdirTemp), then run `" + again + "` again"
 	case ref.Status == report.BuildFailed:
 		r.Verdict, r.Summary = report.Failed, "the answer does not compile."
 		r.Next = "fix the errors above, then run `" + again + "` again"
@@ -534,7 +619,11 @@ func (c *checker) decide() {
 	case ref.Status != report.Pass:
 		r.Verdict = report.Failed
 		r.Summary = fmt.Sprintf("the answer fails on the correct %s; it must pass there before the mutants mean anything.", cp)
-		r.Next = fmt.Sprintf("run `go run ./%s` to see it fail, fix it, then run `%s` again", o.Answer, again)
+		run := "./" + o.Answer
+		if filepath.IsAbs(o.Answer) {
+			run = o.Answer
+		}
+		r.Next = fmt.Sprintf("run `go run %s` to see it fail, fix it, then run `%s` again", run, again)
 	case len(missed) > 0 || len(wheatFails) > 0:
 		r.Verdict = report.Failed
 		var parts []string
@@ -613,18 +702,32 @@ func answerKey(o grade.Request) (string, error) {
 	return strings.NewReplacer("/", "_", ".", "_").Replace(o.Answer), nil
 }
 
-// secretKey returns the cache's key for the schema selectors, made once.
-func secretKey(cacheDir string) ([]byte, error) {
-	file := filepath.Join(cacheDir, "schemata.key")
-	if data, err := os.ReadFile(file); err == nil && len(data) >= 16 {
-		return data, nil
+// keyFile holds the schema selectors' key between checks, so that the same
+// answer builds the same schema (the build cache helps); it is never on
+// disk while an answer runs.
+const keyFile = "schemata.key"
+
+// takeKey takes the key out of the cache folder: it is read and removed,
+// and kept in memory until putKey writes it back when the check is done.
+// A missing key (a first check, a check that was killed, two at once)
+// means a new one: only the build cache loses.
+func takeKey(cacheDir string) []byte {
+	file := filepath.Join(cacheDir, keyFile)
+	data, err := os.ReadFile(file)
+	os.Remove(file)
+	if err == nil && len(data) >= 16 {
+		return data
 	}
 	key := make([]byte, 32)
 	rand.Read(key)
-	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
-		return nil, err
+	return key
+}
+
+// putKey writes the key back once no answer runs.
+func putKey(cacheDir string, key []byte) {
+	if os.MkdirAll(cacheDir, 0o755) == nil {
+		_ = os.WriteFile(filepath.Join(cacheDir, keyFile), key, 0o600)
 	}
-	return key, os.WriteFile(file, key, 0o600)
 }
 
 // touch marks dir as just used.
