@@ -104,6 +104,26 @@ type Report struct {
 	Repeat        int      `json:"repeat,omitempty"` // runs per build with --repeat
 	Notes         []string `json:"notes,omitempty"`  // re-runs and other things worth knowing
 	ElapsedMS     int64    `json:"elapsed_ms"`
+	Timings       *Timings `json:"timings,omitempty"` // where the time went (mutants; E15: the whole grading)
+}
+
+// Timings says where a check's time went, step by step, in the order the
+// steps ended: each build, each run of the answer (re-runs included), and
+// each wait of a run for its turn (two run at once).
+type Timings struct {
+	Steps []Step `json:"steps"`
+}
+
+// A Step is one build, run or wait.
+type Step struct {
+	Kind string `json:"kind"` // build, run, wait
+	What string `json:"what"` // which build or run
+	MS   int64  `json:"ms"`
+}
+
+// Add records a step; the zero Timings is ready to use.
+func (t *Timings) Add(kind, what string, ms int64) {
+	t.Steps = append(t.Steps, Step{Kind: kind, What: what, MS: ms})
 }
 
 // Run is one execution of the answer on the correct build.

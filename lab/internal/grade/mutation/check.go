@@ -74,7 +74,9 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 		r.Verdict, r.Summary = report.Failed, "cannot read the mutant definitions: "+err.Error()
 		return r
 	}
-	vs := slices.DeleteFunc(all, func(v variant.Variant) bool { return v.Kind == report.Broken })
+	vs := slices.DeleteFunc(all, func(v variant.Variant) bool {
+		return v.Kind == report.Broken || o.Only != "" && v.Name != o.Only
+	})
 	for _, v := range vs {
 		r.Properties = append(r.Properties, report.Prop{Name: v.Name, Kind: v.Kind, Story: v.Story, Required: v.Required, Status: report.NotRun})
 	}
@@ -96,6 +98,9 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 		c.variants(ctx, b, vs)
 	}
 	c.decide()
+	if o.Only != "" {
+		r.Notes = append(r.Notes, "only "+o.Only+" was run (--only): this verdict is not the exercise's; run without --only for that (it is not recorded for `lab list` either).")
+	}
 	if ctx.Err() != nil {
 		r.Verdict, r.OK, r.Summary, r.Next = report.Failed, false, "interrupted before the check finished.", ""
 	}
@@ -170,6 +175,11 @@ func (c *checker) prepare(ctx context.Context, vs []variant.Variant) (*builds, e
 	}
 	defer b.clean() // what the build read says which selector is which
 	b.mainRes = runner.Build(ctx, o.Root, overlay, b.main, b.pkg)
+	what := "the answer with the mutant schema (the checkpoint, every mutant and wheat)"
+	if b.schema == nil {
+		what = "the answer on the checkpoint"
+	}
+	c.step("build", what, b.mainRes.Elapsed)
 	if !b.mainRes.OK() && b.schema != nil && ctx.Err() == nil {
 		// Whose fault? Build the plain checkpoint: if that builds, the
 		// schema is not viable (a course bug), and each variant gets a
@@ -178,7 +188,9 @@ func (c *checker) prepare(ctx context.Context, vs []variant.Variant) (*builds, e
 		if err != nil {
 			return nil, err
 		}
-		if res := runner.Build(ctx, o.Root, plain, b.main, b.pkg); res.OK() {
+		res := runner.Build(ctx, o.Root, plain, b.main, b.pkg)
+		c.step("build", "the answer on the plain checkpoint (the schema did not build)", res.Elapsed)
+		if res.OK() {
 			c.r.Notes = append(c.r.Notes, "the mutant schema did not build with this answer, so each mutant and wheat was built on its own (slower; a course bug worth reporting):\n"+report.Shorten(buildOutput(b.mainRes), 600))
 			for _, v := range b.schema.Members {
 				b.own[v] = ""
@@ -281,7 +293,9 @@ func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant)
 		} else {
 			env = b.schema.Select(v.Name)
 		}
+		waitFrom := time.Now()
 		sem <- struct{}{}
+		c.step("wait", string(v.Kind)+" "+v.Name+" for its turn", time.Since(waitFrom))
 		wg.Go(func() {
 			defer func() { <-sem }()
 			wantPass := v.Kind == report.Wheat
@@ -294,6 +308,16 @@ func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant)
 
 // runsAtOnce is how many mutant and wheat runs share the machine.
 const runsAtOnce = 2
+
+// step records where time went; runs that go at once share the record.
+func (c *checker) step(kind, what string, d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.r.Timings == nil {
+		c.r.Timings = &report.Timings{}
+	}
+	c.r.Timings.Add(kind, what, d.Milliseconds())
+}
 
 // note adds a note to the report; runs that go at once share it.
 func (c *checker) note(s string) {
@@ -330,7 +354,9 @@ func (c *checker) buildOwn(ctx context.Context, b *builds, vs []variant.Variant)
 				results <- built{v.Name, "", err.Error()}
 				return
 			}
-			if res := runner.Build(ctx, c.o.Root, ovFile, bin, b.pkg); !res.OK() {
+			res := runner.Build(ctx, c.o.Root, ovFile, bin, b.pkg)
+			c.step("build", "the answer on "+string(v.Kind)+" "+v.Name+" (a build of its own)", res.Elapsed)
+			if !res.OK() {
 				results <- built{v.Name, "", buildOutput(res)}
 				return
 			}
@@ -403,10 +429,10 @@ func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass, de
 	passes, goods := 0, 0
 	var bad *runner.Result
 	for range c.o.Repeat {
-		res, busy := c.run(ctx, bin, env)
+		res, busy := c.run(ctx, what, bin, env)
 		todo := strings.Contains(res.Output, "TODO") // a starter: not a matter of timing
 		if !good(res) && busy && decides && !res.TimedOut && !todo && ctx.Err() == nil {
-			again, busyAgain := c.run(ctx, bin, env)
+			again, busyAgain := c.run(ctx, what+" (again)", bin, env)
 			m := c.mon.Since(0)
 			if good(again) {
 				c.note(fmt.Sprintf("%s: the first run went wrong while the machine was busy (%s); it was run again and went right.", what, describe(m, res)))
@@ -447,7 +473,7 @@ func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass, de
 // run runs bin once and says whether a busy machine held it back: the
 // answer's own threads waited for a CPU (Starved, Linux), or the lab's own
 // timer fired late.
-func (c *checker) run(ctx context.Context, bin, env string) (runner.Result, bool) {
+func (c *checker) run(ctx context.Context, what, bin, env string) (runner.Result, bool) {
 	mark := c.mon.Mark()
 	scratch, exe, err := c.scratch(bin)
 	if err != nil {
@@ -459,6 +485,7 @@ func (c *checker) run(ctx context.Context, bin, env string) (runner.Result, bool
 		cmd.Env = []string{env}
 	}
 	res := runner.Run(ctx, cmd)
+	c.step("run", what, res.Elapsed)
 	changed := c.guard.Restore()
 	c.mu.Lock()
 	if res.Starved > c.r.MaxStarved() {
