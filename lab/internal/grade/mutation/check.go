@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -114,11 +115,12 @@ type checker struct {
 	key []byte // the schema selectors' key: in memory only while answers run
 	// guard restores what grading depends on after every run; tampered
 	// names what an answer changed there.
-	guard        *grade.Guard
-	tampered     []string
-	orphansNoted bool
-	r            *report.Report
-	mu           sync.Mutex // guards r's notes and machine figures while runs go at once
+	guard         *grade.Guard
+	tampered      []string
+	orphansNoted  bool
+	selfBusyNoted bool
+	r             *report.Report
+	mu            sync.Mutex // guards r's notes and machine figures while runs go at once
 }
 
 // builds are the binaries of one check: the main one (the schema, or the
@@ -437,9 +439,14 @@ func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass, de
 			if good(again) {
 				c.note(fmt.Sprintf("%s: the first run went wrong while the machine was busy (%s); it was run again and went right.", what, describe(m, res)))
 				res = again
+			} else if wantPass && busyAgain && sameFailure(res, again) {
+				// The same failure twice on the same build: load changes
+				// when things happen, not what a wrong status or code says.
+				c.note(fmt.Sprintf("%s: went wrong twice in the same way while the machine was busy (%s); a failure that repeats word for word is the answer's, not the machine's.", what, describe(m, again)))
+				res = again
 			} else if wantPass && busyAgain {
-				// A correct build failed twice, held back both times: that
-				// says nothing about the answer.
+				// A correct build failed twice, differently, held back both
+				// times: that says nothing about the answer.
 				j.busy = true
 				c.note(fmt.Sprintf("%s: went wrong twice while the machine was too busy to judge timing (%s).", what, describe(m, again)))
 			}
@@ -501,7 +508,19 @@ func (c *checker) run(ctx context.Context, what, bin, env string) (runner.Result
 		c.r.Notes = append(c.r.Notes, fmt.Sprintf("the answer left %d process(es) running outside its process group (setsid, a group of its own, a daemon); lab killed them. Wait for every process you start, and kill it before you exit.", res.Orphans))
 	}
 	c.mu.Unlock()
-	return res, c.mon.Since(mark).Busy || c.mon.HeldBack(res.Starved, res.Elapsed)
+	busy := c.mon.Since(mark).Busy || c.mon.HeldBack(res.Starved, res.Elapsed)
+	if busy && selfBusy(res) {
+		// Judged from outside the answer: it was the one keeping the CPUs busy.
+		busy = false
+		c.mu.Lock()
+		if !c.selfBusyNoted {
+			c.selfBusyNoted = true
+			c.r.Notes = append(c.r.Notes, fmt.Sprintf("your program itself kept the CPUs busy (%s of CPU in %s on %d CPUs): the machine is not to blame for what went wrong while it ran.",
+				res.CPU.Round(time.Millisecond), res.Elapsed.Round(time.Millisecond), runtime.NumCPU()))
+		}
+		c.mu.Unlock()
+	}
+	return res, busy
 }
 
 // scratch makes a fresh folder for one run, the answer's working
@@ -534,6 +553,26 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return os.WriteFile(to, data, 0o755)
+}
+
+// sameFailure reports whether two failed runs of one build failed the same
+// way: the same exit code and the same last line (loopback ports aside,
+// which change from run to run). A line that carries a measured time
+// differs from run to run, so a timing failure is never "the same".
+func sameFailure(a, b runner.Result) bool {
+	norm := func(r runner.Result) string {
+		return portRE.ReplaceAllString(report.LastLine(r.Output), "127.0.0.1:PORT")
+	}
+	return a.ExitCode == b.ExitCode && a.Err == nil && b.Err == nil && norm(a) != "" && norm(a) == norm(b)
+}
+
+var portRE = regexp.MustCompile(`(127\.0\.0\.1|localhost|\[::1\]):[0-9]+`)
+
+// selfBusy reports whether a run used at least half of every CPU of the
+// machine for its whole run: its threads waiting for a CPU, and the lab's
+// timer firing late, were then the answer's own doing, not the machine's.
+func selfBusy(res runner.Result) bool {
+	return res.Elapsed >= 100*time.Millisecond && res.CPU*2 >= res.Elapsed*time.Duration(runtime.NumCPU())
 }
 
 // describe says how busy the machine was, and how much it held a run back.
