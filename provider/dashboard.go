@@ -2,7 +2,10 @@ package provider
 
 import (
 	"bytes"
+	"context"
 	_ "embed"
+	"io"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -43,9 +46,44 @@ const (
 	// event is sent again this often, so a page can tell a quiet lab from
 	// a dead feed.
 	streamHeartbeat = time.Second
-	// streamWriteTimeout drops a client that stops reading.
+	// streamWriteTimeout drops a client that stops reading: a write of an
+	// event that has not gone out within it ends the stream.
 	streamWriteTimeout = 5 * time.Second
+	// streamSendBuffer is the kernel send buffer of a stream's connection
+	// (left to grow to megabytes, it would take minutes of events unread
+	// before a write blocked).
+	streamSendBuffer = 8 << 10
+	// streamPadding is how much comment a stream opens with: more than a
+	// client's receive buffer and the lab's send buffer hold together (about
+	// 150 KB on Linux when the client never reads), so a client that never
+	// reads blocks this first write, and is dropped streamWriteTimeout
+	// after it connected, however quiet the lab.
+	streamPadding = 256 << 10
 )
+
+// paddingLine is one comment line of the padding: ":" lines ended by a
+// bare CR (an SSE line ending, which a terminal shows as one ":"), closed
+// by a LF, 32 KiB in all, so a reader that splits on LF only sees comment
+// lines well under its line limit.
+var paddingLine = func() []byte {
+	b := bytes.Repeat([]byte(":\r"), 32<<10/2)
+	b[len(b)-1] = '\n'
+	return b
+}()
+
+// connKey is the context key under which ConnContext stores a request's
+// connection.
+type connKey struct{}
+
+// ConnContext is an http.Server's ConnContext that lets /stats/stream reach
+// its connection, to keep the kernel's send buffer small (see
+// streamSendBuffer): without it, a client that stops reading is dropped
+// only once the buffer, which Linux lets grow to 4 MB, is full. Start sets
+// it; set it on your own server (httptest.Server.Config) when serving
+// Routes yourself.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
 
 // A StreamEvent is the data of one "stats" event on /stats/stream.
 type StreamEvent struct {
@@ -126,6 +164,9 @@ func (p *Provider) stream(w http.ResponseWriter, r *http.Request) {
 			"at most 8 /stats/stream connections at once; close a dashboard tab")
 		return
 	}
+	if tc, ok := r.Context().Value(connKey{}).(*net.TCPConn); ok {
+		tc.SetWriteBuffer(streamSendBuffer)
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -140,7 +181,17 @@ func (p *Provider) stream(w http.ResponseWriter, r *http.Request) {
 		lastSent time.Time
 		buf      bytes.Buffer
 	)
-	buf.WriteString("retry: 1000\n\n") // reconnect after a second if the feed drops
+	// Reconnect after a second if the feed drops; then the padding, which a
+	// client that never reads cannot take (see streamPadding).
+	rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	if _, err := io.WriteString(w, "retry: 1000\n\n"); err != nil {
+		return
+	}
+	for range streamPadding / len(paddingLine) {
+		if _, err := w.Write(paddingLine); err != nil {
+			return
+		}
+	}
 	for {
 		now := time.Now()
 		data := p.nextEvent(&cur, now)

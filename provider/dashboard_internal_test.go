@@ -17,7 +17,7 @@ func BenchmarkStreamEvent(b *testing.B) {
 	now := time.Now()
 	for i := range FeedSize {
 		id := strings.Repeat("x", MaxKeyBytes-4) + string(rune('a'+i%26)) + "123"
-		st.feed.start(id[:MaxKeyBytes], i%3, now)
+		st.feed.start(id[:MaxKeyBytes], i%3, now, false)
 	}
 	var size int
 	b.ReportAllocs()

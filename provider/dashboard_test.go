@@ -2,9 +2,12 @@ package provider_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -43,7 +46,7 @@ func TestDashboardPageIsOneFileThatLoadsNothingFromTheNetwork(t *testing.T) {
 	if n := strings.Count(r.body, "http://www.w3.org/2000/svg"); n != strings.Count(r.body, "http://") {
 		t.Errorf("the page has absolute URLs other than the SVG namespace")
 	}
-	for _, want := range []string{`new EventSource("/stats/stream")`, `fetch("/reset", {method: "POST"})`, `"inflight-" + s`, `id="limit"`} {
+	for _, want := range []string{`new EventSource("/stats/stream")`, `fetch("/reset", {method: "POST", headers: {"Content-Type": "application/json"}})`, `"inflight-" + s`, `id="limit"`} {
 		if !strings.Contains(r.body, want) && !strings.Contains(r.body, strings.Trim(want, `"`)) {
 			t.Errorf("the page lacks %s", want)
 		}
@@ -55,7 +58,7 @@ func TestDashboardAndStreamAnswerLoopbackClientsOnly(t *testing.T) {
 	h := provider.New(provider.Options{}).Routes()
 	for _, path := range []string{"/ui", "/stats/stream"} {
 		for _, remote := range []string{"203.0.113.7:5555", "[2001:db8::1]:443"} {
-			req := httptest.NewRequest(http.MethodGet, path, nil)
+			req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9101"+path, nil)
 			req.RemoteAddr = remote
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
@@ -197,7 +200,7 @@ func TestStreamSendsCountsInFlightAndAttempts(t *testing.T) {
 	}
 
 	// Reset: the next event says so and counts nothing.
-	if r := s.do0(http.MethodPost, "/reset"); r.status != 200 {
+	if r := s.do0(http.MethodPost, "/reset", "Content-Type", "application/json"); r.status != 200 {
 		t.Fatalf("reset: %d", r.status)
 	}
 	ev = stream.next("the reset", func(ev provider.StreamEvent) bool { return ev.Reset })
@@ -300,11 +303,132 @@ func TestStreamsAreCappedAndEndAtShutdown(t *testing.T) {
 }
 
 // do0 sends a request without a body and fails the test on a transport error.
-func (s *testServer) do0(method, path string) response {
+func (s *testServer) do0(method, path string, headers ...string) response {
 	s.t.Helper()
-	r, err := s.do(context.Background(), method, path)
+	r, err := s.do(context.Background(), method, path, headers...)
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", method, path, err)
 	}
 	return r
+}
+
+// Eight clients that open /stats/stream and never read a byte (a script
+// that forgot its stream, a paused terminal) must not hold every slot:
+// each is dropped streamWriteTimeout (5 s) after it connected, as the
+// README says, while a light trickle of traffic keeps events coming, and
+// a dashboard gets in again.
+func TestStreamDropsClientsThatNeverRead(t *testing.T) {
+	t.Parallel()
+	srv, err := provider.Start(provider.Options{}, "127.0.0.1:0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &testServer{t: t, p: srv.Provider, url: srv.URL, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		s.client.CloseIdleConnections()
+	})
+	// Light traffic: a request every 50 ms, so the lab has events to send.
+	trafficCtx, stopTraffic := context.WithCancel(context.Background())
+	trafficDone := make(chan struct{})
+	go func() {
+		defer close(trafficDone)
+		for i := 0; trafficCtx.Err() == nil; i++ {
+			s.do(trafficCtx, http.MethodGet, "/quotes/atlas?sku=KB-001", "X-Request-ID", fmt.Sprintf("trickle-%d", i))
+			select {
+			case <-trafficCtx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() { stopTraffic(); <-trafficDone }()
+
+	var dead []net.Conn
+	for range provider.MaxStreams {
+		c, err := net.Dial("tcp", srv.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, "GET /stats/stream HTTP/1.1\r\nHost: "+srv.Addr+"\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		// Its status line, a byte at a time (so nothing past it is read):
+		// the lab has let it in. Then it reads nothing more.
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		var line []byte
+		for !bytes.HasSuffix(line, []byte("\r\n")) {
+			var b [1]byte
+			if _, err := c.Read(b[:]); err != nil {
+				t.Fatalf("silent client %d: reading its status line: %v (so far %q)", len(dead)+1, err, line)
+			}
+			line = append(line, b[0])
+		}
+		if string(line) != "HTTP/1.1 200 OK\r\n" {
+			t.Fatalf("silent client %d: %q, want 200", len(dead)+1, line)
+		}
+		dead = append(dead, c)
+	}
+	connected := time.Now()
+	// They hold every slot: one more is refused.
+	open := func() (*http.Response, string) {
+		req, _ := http.NewRequest(http.MethodGet, s.url+"/stats/stream", nil)
+		resp, err := s.client.Do(req)
+		if err != nil {
+			return nil, err.Error()
+		}
+		if resp.StatusCode == http.StatusOK {
+			return resp, ""
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return nil, fmt.Sprintf("%d %s", resp.StatusCode, b)
+	}
+	if resp, why := open(); resp != nil || !strings.Contains(why, "too_many_streams") {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		t.Fatalf("with %d silent clients in, a 9th stream got %q, want 503 too_many_streams", provider.MaxStreams, why)
+	}
+	// Within the 5 s (and a generous margin for a busy machine) dashboards
+	// that read get every slot back: all eight silent clients were dropped.
+	const limit = 20 * time.Second
+	var live []*http.Response
+	defer func() {
+		for _, r := range live {
+			r.Body.Close()
+		}
+	}()
+	for len(live) < provider.MaxStreams {
+		resp, why := open()
+		if resp != nil {
+			live = append(live, resp)
+			go io.Copy(io.Discard, resp.Body) // a reader, until closed
+			continue
+		}
+		if time.Since(connected) > limit {
+			t.Fatalf("%v after %d clients stopped reading, readers hold only %d slots (the next: %s); the README says silent clients are dropped after 5 s",
+				limit, provider.MaxStreams, len(live), why)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the lab from outside: no event to wait on
+	}
+	took := time.Since(connected)
+	t.Logf("readers held all %d stream slots %v after %d clients stopped reading", provider.MaxStreams, took.Round(10*time.Millisecond), provider.MaxStreams)
+	if took < 4*time.Second {
+		t.Errorf("all slots free after %v: a client that never read was dropped before its 5 s", took)
+	}
+	for _, r := range live {
+		r.Body.Close()
+	}
+	live = nil
+	// The lab hung up on every one of them: what they could read ends.
+	for i, c := range dead {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, err := io.Copy(io.Discard, c)
+		if err != nil {
+			t.Errorf("silent client %d: reading what was sent (%d bytes): %v, want the end of the stream", i+1, n, err)
+		}
+	}
 }

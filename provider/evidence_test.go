@@ -235,7 +235,7 @@ func TestStatsShowWhatAProbeContacted(t *testing.T) {
 		*st.Blackhole.SYNDrops < 3 || *st.Blackhole.SYNDrops > 6 {
 		t.Fatalf("blackhole %+v, want addr %s and syn_drops 3 (up to 6 with retransmissions)", st.Blackhole, srv.BlackholeAddr)
 	}
-	resp, err := client.Post(srv.URL+"/reset", "", nil)
+	resp, err := client.Post(srv.URL+"/reset", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

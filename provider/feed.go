@@ -34,23 +34,24 @@ type feedEntry struct {
 	status       int16
 	end          endKind
 	supplier     uint8
+	hedged, lost bool // arrived while a sibling ran; lost_cancelled
 }
 
 func newAttemptFeed(now time.Time) *attemptFeed { return &attemptFeed{born: now, next: 1} }
 
 // start records an attempt arriving and returns its seq for finish.
-func (f *attemptFeed) start(id string, supplier int, arrival time.Time) uint64 {
+func (f *attemptFeed) start(id string, supplier int, arrival time.Time, hedged bool) uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	seq := f.next
 	f.next++
 	f.rev++
-	f.ring[seq%FeedSize] = feedEntry{seq: seq, rev: f.rev, id: id, arrival: arrival, budgetMs: -1, supplier: uint8(supplier)}
+	f.ring[seq%FeedSize] = feedEntry{seq: seq, rev: f.rev, id: id, arrival: arrival, budgetMs: -1, supplier: uint8(supplier), hedged: hedged}
 	return seq
 }
 
 // finish records how attempt seq ended, unless the ring has overwritten it.
-func (f *attemptFeed) finish(seq uint64, now time.Time, status int, end endKind, budgetMs, retryAfterMs int64) {
+func (f *attemptFeed) finish(seq uint64, now time.Time, status int, end endKind, budgetMs, retryAfterMs int64, lost bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e := &f.ring[seq%FeedSize]
@@ -60,7 +61,7 @@ func (f *attemptFeed) finish(seq uint64, now time.Time, status int, end endKind,
 	f.rev++
 	e.rev, e.status, e.end = f.rev, int16(status), end
 	e.duration = now.Sub(e.arrival)
-	e.budgetMs, e.retryAfterMs = budgetMs, retryAfterMs
+	e.budgetMs, e.retryAfterMs, e.lost = budgetMs, retryAfterMs, lost
 }
 
 // FeedAttempt is one attempt as GET /stats/stream sends it.
@@ -75,6 +76,11 @@ type FeedAttempt struct {
 	BudgetMs *int64  `json:"budget_ms,omitempty"`
 	// RetryAfterMs is the Retry-After-Ms a 429 gave (omitted otherwise).
 	RetryAfterMs int64 `json:"retry_after_ms,omitempty"`
+	// Hedged: it arrived while another attempt of its ID ran at this
+	// supplier; LostCancelled: its client hung up after such a sibling
+	// answered (both omitted when false).
+	Hedged        bool `json:"hedged,omitempty"`
+	LostCancelled bool `json:"lost_cancelled,omitempty"`
 }
 
 // since appends to out, in arrival order, the attempts changed after rev
@@ -99,6 +105,7 @@ func (f *attemptFeed) since(rev uint64, now time.Time, out []FeedAttempt) ([]Fee
 		a := FeedAttempt{
 			Seq: e.seq, ID: e.id, Supplier: Suppliers[e.supplier], AtMs: durationMs(e.arrival.Sub(f.born)),
 			Status: int(e.status), End: e.end.String(), Duration: durationMs(d), RetryAfterMs: e.retryAfterMs,
+			Hedged: e.hedged, LostCancelled: e.lost,
 		}
 		if e.budgetMs >= 0 {
 			b := e.budgetMs

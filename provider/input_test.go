@@ -20,6 +20,7 @@ import (
 func serve(h http.Handler, method, target string, headers ...string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(method, target, nil)
 	req.RemoteAddr = "127.0.0.1:40000"
+	req.Host = "127.0.0.1:9101" // what a loopback client names
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Add(headers[i], headers[i+1])
 	}

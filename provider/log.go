@@ -31,6 +31,7 @@ type logEntry struct {
 	status       int16         // status written, 0 for none
 	end          endKind
 	where        uint8 // supplier index (request log) or partner path index (partner log)
+	hedged, lost bool  // request log: arrived while a sibling ran; lost_cancelled
 }
 
 // keyLog is the bounded log of one key: its first MaxLogPerKey requests,
@@ -83,9 +84,11 @@ func (l *keyLog) entryTimes(e logEntry, now time.Time) (arrivalMs, durMs float64
 
 // idRecord is what the lab remembers of one X-Request-ID.
 type idRecord struct {
-	attempts [len(Suppliers)]int64     // requests per supplier, all of them
-	retryAt  [len(Suppliers)]time.Time // when the last 429 said to come back, per supplier
-	log      keyLog
+	attempts   [len(Suppliers)]int64     // requests per supplier, all of them
+	retryAt    [len(Suppliers)]time.Time // when the last 429 said to come back, per supplier
+	inFlight   [len(Suppliers)]int32     // requests running now, per supplier (hedged)
+	answeredAt [len(Suppliers)]time.Time // when the last one written whole ended, per supplier (lost_cancelled)
+	log        keyLog
 }
 
 // partnerRecord is what the lab remembers of one partner key.

@@ -9,8 +9,11 @@ package provider
 
 import (
 	"encoding/json"
+	"fmt"
+	"mime"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -47,13 +50,21 @@ type Options struct {
 	// (flaky/reset request IDs, partner keys, the log per request ID).
 	// When a table is full the oldest key is forgotten. Zero means DefaultMaxKeys.
 	MaxKeys int
+	// Seed keys the tail scenario's latency draws: the same seed and the
+	// same requests give the same latencies. `lab provider` passes --seed
+	// (DefaultSeed unless given); zero is a seed like any other.
+	Seed uint64
 }
+
+// DefaultSeed is the seed `lab provider` uses without --seed.
+const DefaultSeed = 1
 
 // Provider serves the suppliers, partner and control endpoints. Create it
 // with New; it is safe for concurrent use.
 type Provider struct {
 	scale     float64
 	maxKeys   int
+	seed      uint64
 	active    atomic.Int64          // gauge: handlers running now; survives resets
 	state     atomic.Pointer[state] // counters and per-key state; Reset swaps in a new one
 	normal    map[quoteKey][]byte   // pre-encoded normal bodies: the hot path allocates nothing for them
@@ -77,6 +88,7 @@ func New(opts Options) *Provider {
 	p := &Provider{
 		scale:   min(scale, MaxLatencyScale),
 		maxKeys: opts.MaxKeys,
+		seed:    opts.Seed,
 		normal:  make(map[quoteKey][]byte),
 		streams: newStreamGate(),
 	}
@@ -96,14 +108,15 @@ func (p *Provider) Routes() *mux.Router {
 	r.HandleFunc("/health", p.health).Methods(http.MethodGet) // counted in partner_paths only
 	r.HandleFunc("/call", p.counted(p.call)).Methods(http.MethodGet)
 	r.HandleFunc("/budget", p.counted(p.budget)).Methods(http.MethodGet)
-	// Control: loopback clients only.
-	r.HandleFunc("/stats", loopbackOnly(p.statsHandler)).Methods(http.MethodGet)
-	r.HandleFunc("/stats/requests", loopbackOnly(p.requestStats)).Methods(http.MethodGet)
-	r.HandleFunc("/stats/partner", loopbackOnly(p.partnerStats)).Methods(http.MethodGet)
-	r.HandleFunc("/reset", loopbackOnly(p.reset)).Methods(http.MethodPost)
+	// Control: loopback clients naming a loopback host only; a change of
+	// state also from no other origin, and as JSON (see controlOnly).
+	r.HandleFunc("/stats", controlOnly(p.statsHandler)).Methods(http.MethodGet)
+	r.HandleFunc("/stats/requests", controlOnly(p.requestStats)).Methods(http.MethodGet)
+	r.HandleFunc("/stats/partner", controlOnly(p.partnerStats)).Methods(http.MethodGet)
+	r.HandleFunc("/reset", controlOnly(p.reset)).Methods(http.MethodPost)
 	// The dashboard: one page, and the live feed it reads.
-	r.HandleFunc("/ui", loopbackOnly(serveDashboard)).Methods(http.MethodGet)
-	r.HandleFunc("/stats/stream", loopbackOnly(p.stream)).Methods(http.MethodGet)
+	r.HandleFunc("/ui", controlOnly(serveDashboard)).Methods(http.MethodGet)
+	r.HandleFunc("/stats/stream", controlOnly(p.stream)).Methods(http.MethodGet)
 
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route "+r.URL.Path)
@@ -156,15 +169,67 @@ func mustJSON(v any) []byte {
 	return append(b, '\n')
 }
 
-// loopbackOnly answers 403 to clients whose address is not a loopback address.
-func loopbackOnly(h http.HandlerFunc) http.HandlerFunc {
+// crossOrigin refuses a browser's request that changes state from another
+// origin: its Sec-Fetch-Site says so, or (older browsers) its Origin names
+// another host than its Host.
+var crossOrigin = http.NewCrossOriginProtection()
+
+// controlOnly guards a control endpoint. Its caller must be on this machine:
+//   - the TCP peer is a loopback address (403 forbidden);
+//   - the Host header names a loopback host: localhost, or a loopback IP
+//     literal such as 127.0.0.1 or [::1], with any port (403
+//     forbidden_host). A page whose own name was made to resolve to
+//     127.0.0.1 (DNS rebinding) sends its own name, so it cannot read /stats
+//     or /ui.
+//
+// A request that changes state (any method but GET and HEAD) must also
+//   - come from no other origin: a browser's Sec-Fetch-Site, or its Origin,
+//     must say same-origin (403 cross_origin);
+//   - carry Content-Type: application/json (415 json_required). A page on
+//     another origin can send that only after a CORS preflight, which the
+//     lab never grants; a form or a no-cors fetch cannot send it at all.
+func controlOnly(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !isLoopback(r.RemoteAddr) {
 			writeError(w, http.StatusForbidden, "forbidden", "control endpoints answer loopback clients only")
 			return
 		}
+		if !isLoopbackHost(r.Host) {
+			writeError(w, http.StatusForbidden, "forbidden_host", fmt.Sprintf(
+				"control endpoints answer only requests for a loopback host (127.0.0.1, localhost or [::1], with any port); this one names %s",
+				quoted(r.Host)))
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if err := crossOrigin.Check(r); err != nil {
+				writeError(w, http.StatusForbidden, "cross_origin",
+					"a control request that changes state must come from the lab's own origin (Sec-Fetch-Site or Origin says it does not)")
+				return
+			}
+			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+				writeError(w, http.StatusUnsupportedMediaType, "json_required", fmt.Sprintf(
+					"%s %s needs the header Content-Type: application/json (the body may be empty); got %s",
+					r.Method, r.URL.Path, quoted(r.Header.Get("Content-Type"))))
+				return
+			}
+		}
 		h(w, r)
 	}
+}
+
+// isLoopbackHost reports whether a Host header ("name", "name:port",
+// "[v6]:port") names a loopback host: localhost or a loopback IP literal.
+func isLoopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // isLoopback reports whether remoteAddr ("host:port") is a loopback address.

@@ -10,7 +10,11 @@ import (
 )
 
 // quoteParams are the query parameters of /quotes/{supplier}.
-var quoteParams = []string{"sku", "scenario"}
+var quoteParams = []string{"sku", "scenario", "qty"}
+
+// MaxQty is the largest qty a supplier request may give: an order's
+// quantity, as QuoteFlow's requests allow (1 to 100).
+const MaxQty = 100
 
 // quote serves GET /quotes/{supplier}?sku=&scenario= (scenario defaults to
 // normal). Unknown supplier or SKU: 404; unknown scenario: 400. Every
@@ -36,14 +40,20 @@ func (p *Provider) quote(st *state, w http.ResponseWriter, r *http.Request) (int
 	c.id = id
 	early := false
 	st.ids.update(id, func(rec *idRecord) {
+		c.nth = rec.attempts[c.supplier]
 		rec.attempts[c.supplier]++
 		early = c.arrival.Before(rec.retryAt[c.supplier])
-		c.rec, c.entry = rec, rec.log.start(c.arrival, logEntry{where: uint8(c.supplier), budgetMs: -1})
+		c.hedged = rec.inFlight[c.supplier] > 0
+		rec.inFlight[c.supplier]++
+		c.rec, c.entry = rec, rec.log.start(c.arrival, logEntry{where: uint8(c.supplier), budgetMs: -1, hedged: c.hedged})
 	})
 	if early {
 		st.earlyRetries.Add(1)
 	}
-	seq := st.feed.start(id, c.supplier, c.arrival)
+	if c.hedged {
+		st.hedged.Add(1)
+	}
+	seq := st.feed.start(id, c.supplier, c.arrival, c.hedged)
 	status := p.serveQuote(c)
 	end := c.end(status, c.cut != nil)
 	budget := int64(-1)
@@ -52,22 +62,48 @@ func (p *Provider) quote(st *state, w http.ResponseWriter, r *http.Request) (int
 	}
 	now := time.Now()
 	st.ids.view(id, func(rec *idRecord) {
-		if rec == c.rec {
-			rec.log.finish(c.entry, now, status, end)
-			if c.entry >= 0 {
-				rec.log.entries[c.entry].budgetMs = budget
-			}
+		if rec != c.rec {
+			return // forgotten (the table was full): its in-flight count went with it
+		}
+		s := c.supplier
+		rec.inFlight[s]--
+		switch {
+		case end == endDone:
+			rec.answeredAt[s] = now
+		case end == endClientGone && !rec.answeredAt[s].IsZero() && !rec.answeredAt[s].Before(c.arrival):
+			// A sibling answered while this one ran (it arrived after
+			// this one, or this one was its hedge), then the caller hung
+			// up on this one: the loser of a hedged pair, cancelled.
+			c.lost = true
+		}
+		rec.log.finish(c.entry, now, status, end)
+		if c.entry >= 0 {
+			rec.log.entries[c.entry].budgetMs = budget
+			rec.log.entries[c.entry].lost = c.lost
 		}
 	})
-	st.feed.finish(seq, now, status, end, budget, c.retryAfterMs)
+	if c.lost {
+		st.lostCancelled.Add(1)
+	}
+	st.feed.finish(seq, now, status, end, budget, c.retryAfterMs, c.lost)
 	return status, c.cut
 }
 
 // serveQuote validates the rest of a supplier request and plays its scenario.
 func (p *Provider) serveQuote(c *supplierCall) int {
-	var q [2]string
-	if _, err := readQuery(c.r.URL.RawQuery, quoteParams, q[:]); err != nil {
+	var q [3]string
+	present, err := readQuery(c.r.URL.RawQuery, quoteParams, q[:])
+	if err != nil {
 		return c.fail(http.StatusBadRequest, "bad_parameter", err.Error())
+	}
+	c.qty = 1
+	if present&(1<<2) != 0 {
+		n, ok := plainInt(q[2], MaxQty)
+		if !ok || n < 1 {
+			return c.fail(http.StatusBadRequest, "bad_parameter", fmt.Sprintf(
+				"query parameter qty=%s: want the order's quantity, an integer from 1 to %d (or no qty: 1)", quoted(q[2]), MaxQty))
+		}
+		c.qty = int(n)
 	}
 	c.sku = q[0]
 	name := q[1]
@@ -82,12 +118,11 @@ func (p *Provider) serveQuote(c *supplierCall) int {
 	if _, ok := catalog[quoteKey{supplier, c.sku}]; !ok {
 		return c.fail(http.StatusNotFound, "unknown_sku", fmt.Sprintf("%s has no SKU %s", supplier, quoted(c.sku)))
 	}
-	var err error
 	if c.budgetMs, c.hasBudget, err = budgetOf(c.r.Header); err != nil {
 		return c.fail(http.StatusBadRequest, "bad_budget", err.Error())
 	}
-	if supplier != "boreal" {
-		c.sc = &scenarios[0] // only boreal misbehaves
+	if supplier != "boreal" && !c.sc.everySupplier {
+		c.sc = &scenarios[0] // only boreal misbehaves (tail: every supplier has a tail)
 	}
 	if c.sc.arrive != nil {
 		if status := c.sc.arrive(p, c); status != 0 {
@@ -95,7 +130,9 @@ func (p *Provider) serveQuote(c *supplierCall) int {
 		}
 	}
 	delay := c.sc.delay
-	if delay == 0 {
+	if c.sc.plan != nil {
+		delay = c.sc.plan(p, c)
+	} else if delay == 0 {
 		delay = baseLatency[c.supplier]
 	}
 	if status, ok := p.work(c, p.scaled(delay)); !ok {

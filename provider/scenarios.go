@@ -20,6 +20,12 @@ type scenario struct {
 	name  string
 	since int           // the lesson whose checkpoint first accepts it
 	delay time.Duration // boreal's work before answering (× LatencyScale); zero: its base latency
+	// plan, if set, replaces delay: the work before answering, per request
+	// (× LatencyScale).
+	plan func(p *Provider, c *supplierCall) time.Duration
+	// everySupplier: atlas and cedar play it too (tail: a quote waits for
+	// its slowest supplier, so every supplier has a tail).
+	everySupplier bool
 	// arrive runs when the request arrives, before any work. It returns the
 	// status it wrote, or 0 to let the request go on.
 	arrive func(p *Provider, c *supplierCall) int
@@ -40,6 +46,9 @@ var scenarios = []scenario{
 	{name: "mismatch", since: 12, answer: otherSKUQuote},                     // 200 with a well-formed quote for another SKU
 	{name: "ratelimited", since: 16, arrive: limitRate, answer: answerQuote}, // at most 5 requests in any 200 ms, else 429
 	{name: "outage", since: 16, arrive: outage, answer: answerQuote},         // 503 for 1500 ms from the first request after a reset
+	{name: "costlimited", since: 17, arrive: limitCost, answer: answerQuote}, // at most 100 units of qty in any 1000 ms, else 429
+	// Every supplier: a seeded latency, about 98 % 20-60 ms, about 2 % 1000-1500 ms.
+	{name: "tail", since: 18, plan: tailLatency, everySupplier: true, answer: answerQuote},
 }
 
 // Scenario timings (slowDelay and outageLength are × LatencyScale; the rate
@@ -49,6 +58,8 @@ const (
 	outageLength = 1500 * time.Millisecond
 	rateWindow   = 200 * time.Millisecond
 	rateMax      = 5
+	costWindow   = 1000 * time.Millisecond
+	costMax      = 100 // units of cost (qty) admitted in any costWindow; ≥ MaxQty, so every request can get in
 )
 
 // scenarioNamed returns the scenario called name, or nil.
@@ -91,6 +102,10 @@ type supplierCall struct {
 	id        string // X-Request-ID, "" when absent
 	budgetMs  int64  // X-Budget-Ms, when hasBudget
 	hasBudget bool
+	qty       int       // the qty parameter: the order's quantity, the request's cost under costlimited (1 when absent)
+	nth       int64     // how many requests of this X-Request-ID this supplier had before this one (tail's key)
+	hedged    bool      // another request of this X-Request-ID was running at this supplier when this one arrived
+	lost      bool      // lost_cancelled: its client hung up after a concurrent sibling had answered
 	first     bool      // flaky, reset: the first request of its X-Request-ID (noted on arrival)
 	cut       net.Conn  // set by resetFirst: the hijacked connection to close with an RST
 	rec       *idRecord // this ID's record, as logged on arrival
@@ -181,6 +196,34 @@ func limitRate(p *Provider, c *supplierCall) int {
 	if ok {
 		return 0
 	}
+	ms := c.tooMany(wait)
+	return c.fail(http.StatusTooManyRequests, "rate_limited", fmt.Sprintf(
+		"boreal admits %d requests in any %d ms (scenario ratelimited); a slot frees in %d ms",
+		rateMax, rateWindow.Milliseconds(), ms))
+}
+
+// limitCost admits boreal requests while the cost (qty) admitted in the
+// last costWindow, with this one's, stays within costMax (one window for
+// the whole lab, over every client), and answers the rest 429 at once,
+// saying when enough cost leaves the window for this one: Retry-After in
+// whole seconds and Retry-After-Ms precisely. A request's cost is its qty
+// parameter (1 without one). Early retries are counted as for ratelimited.
+func limitCost(p *Provider, c *supplierCall) int {
+	wait, ok := c.st.costs.admit(c.qty)
+	if ok {
+		c.st.costAdmitted.Add(int64(c.qty))
+		return 0
+	}
+	ms := c.tooMany(wait)
+	return c.fail(http.StatusTooManyRequests, "cost_limited", fmt.Sprintf(
+		"boreal admits %d units of cost (qty) in any %d ms (scenario costlimited); this request costs %d, which fits in %d ms",
+		costMax, costWindow.Milliseconds(), c.qty, ms))
+}
+
+// tooMany sets a 429's Retry-After (whole seconds, rounded up) and
+// Retry-After-Ms for a wait, records when the request's ID may come back
+// (for early_retries and the request log), and returns the wait in ms.
+func (c *supplierCall) tooMany(wait time.Duration) int64 {
 	ms := int64((wait + time.Millisecond - 1) / time.Millisecond) // round up: never too early
 	c.retryAfterMs = ms
 	if c.id != "" {
@@ -193,11 +236,9 @@ func limitRate(p *Provider, c *supplierCall) int {
 		})
 	}
 	h := c.w.Header()
-	h["Retry-After"] = []string{"1"}
+	h["Retry-After"] = []string{strconv.FormatInt(max(1, (ms+999)/1000), 10)}
 	h["Retry-After-Ms"] = []string{strconv.FormatInt(ms, 10)}
-	return c.fail(http.StatusTooManyRequests, "rate_limited", fmt.Sprintf(
-		"boreal admits %d requests in any %d ms (scenario ratelimited); a slot frees in %d ms",
-		rateMax, rateWindow.Milliseconds(), ms))
+	return ms
 }
 
 // outage answers 503 at once to every boreal request for outageLength
@@ -245,6 +286,107 @@ func (w *rateWindowLog) admit() (wait time.Duration, ok bool) {
 	w.admitted[w.next] = now
 	w.next = (w.next + 1) % rateMax
 	return 0, true
+}
+
+// A costWindowLog remembers the admissions of the last costWindow, oldest
+// first, with their cost. Every cost is at least 1 and their sum at most
+// costMax, so costMax entries always suffice: bounded in count and size.
+type costWindowLog struct {
+	mu      sync.Mutex
+	at      [costMax]time.Time
+	cost    [costMax]int
+	head, n int // a ring: at[head] is the oldest of n entries
+	sum     int // the cost of the n entries
+}
+
+// admit admits a request of cost c (1 ≤ c ≤ costMax) now if the cost
+// admitted in the last costWindow plus c is at most costMax; otherwise it
+// returns how long until enough of that cost leaves the window.
+func (w *costWindowLog) admit(c int) (wait time.Duration, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now()
+	for w.n > 0 && !now.Before(w.at[w.head].Add(costWindow)) {
+		w.sum -= w.cost[w.head]
+		w.head = (w.head + 1) % costMax
+		w.n--
+	}
+	if w.sum+c <= costMax {
+		i := (w.head + w.n) % costMax
+		w.at[i], w.cost[i] = now, c
+		w.n++
+		w.sum += c
+		return 0, true
+	}
+	need, freed := w.sum+c-costMax, 0
+	for k := range w.n {
+		i := (w.head + k) % costMax
+		if freed += w.cost[i]; freed >= need {
+			return w.at[i].Add(costWindow).Sub(now), false
+		}
+	}
+	return costWindow, false // not reached: c ≤ costMax, so freeing every entry suffices
+}
+
+// The tail scenario's distribution: a request is a straggler with
+// probability tailStragglerPPM per million; a straggler takes
+// tailSlowMin..tailSlowMax, any other tailFastMin..tailFastMax (uniform;
+// × LatencyScale).
+const (
+	tailStragglerPPM = 20000 // 2 %
+	tailFastMin      = 20 * time.Millisecond
+	tailFastMax      = 60 * time.Millisecond
+	tailSlowMin      = 1000 * time.Millisecond
+	tailSlowMax      = 1500 * time.Millisecond
+)
+
+// tailLatency draws a request's latency from the tail distribution, keyed
+// by (seed, supplier, X-Request-ID, how many requests of that ID this
+// supplier had before): the same seed and requests give the same
+// latencies, a hedge (the ID's second request) gets a draw of its own, and
+// no state is kept beyond the request log. Requests without an ID are
+// keyed by their arrival order among such requests.
+func tailLatency(p *Provider, c *supplierCall) time.Duration {
+	n := c.nth
+	if c.id == "" {
+		n = c.st.tailAnon.Add(1) - 1
+	}
+	slow, frac := tailDraw(p.seed, c.supplier, c.id, n)
+	if slow {
+		c.st.stragglers.Add(1)
+		return tailSlowMin + time.Duration(frac*float64(tailSlowMax-tailSlowMin))
+	}
+	return tailFastMin + time.Duration(frac*float64(tailFastMax-tailFastMin))
+}
+
+// tailDraw hashes the key (FNV-1a over it, then SplitMix64's finaliser)
+// into whether the request straggles and a fraction in [0, 1) that places
+// it within its range.
+func tailDraw(seed uint64, supplier int, id string, n int64) (slow bool, frac float64) {
+	h := uint64(14695981039346656037)
+	mix := func(b byte) { h ^= uint64(b); h *= 1099511628211 }
+	for i := range 8 {
+		mix(byte(seed >> (8 * i)))
+	}
+	mix(byte(supplier))
+	for i := range 8 {
+		mix(byte(uint64(n) >> (8 * i)))
+	}
+	for i := 0; i < len(id); i++ {
+		mix(id[i])
+	}
+	a := splitmix(h)
+	b := splitmix(a)
+	return a%1000000 < tailStragglerPPM, float64(b>>11) / (1 << 53)
+}
+
+// splitmix is SplitMix64's output function: a bijection that spreads every
+// input bit over the output.
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }
 
 // quote returns the catalog quote this call asks for.

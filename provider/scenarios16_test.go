@@ -3,6 +3,7 @@ package provider_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -216,9 +217,102 @@ func TestUnknownScenarioNamesEveryScenario(t *testing.T) {
 	wantError(t, r, 400, "unknown_scenario")
 	var body struct{ Detail string }
 	json.Unmarshal([]byte(r.body), &body)
-	for _, name := range []string{"normal", "slow", "broken", "malformed", "flaky", "gzip", "reset", "mismatch", "ratelimited", "outage"} {
+	for _, name := range []string{"normal", "slow", "broken", "malformed", "flaky", "gzip", "reset", "mismatch", "ratelimited", "outage", "costlimited"} {
 		if !strings.Contains(body.Detail, name) {
 			t.Errorf("detail %q does not name %s", body.Detail, name)
 		}
 	}
+}
+
+func TestCostlimitedAdmits100UnitsOfQtyIn1sAndTellsWhenTheyFit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := provider.New(provider.Options{LatencyScale: 0})
+		h := p.Routes()
+		path := func(qty int) string {
+			return fmt.Sprintf("/quotes/boreal?sku=KB-001&scenario=costlimited&qty=%d", qty)
+		}
+		ok := func(target string) {
+			t.Helper()
+			if rec := serve(h, "GET", target); rec.Code != 200 {
+				t.Fatalf("%s: %d %s, want 200", target, rec.Code, rec.Body)
+			}
+		}
+		limited := func(target, id, wantMs, wantRA string) {
+			t.Helper()
+			rec := serve(h, "GET", target, "X-Request-ID", id)
+			wantError(t, recorded(rec), http.StatusTooManyRequests, "cost_limited")
+			if ra, ram := rec.Header().Get("Retry-After"), rec.Header().Get("Retry-After-Ms"); ra != wantRA || ram != wantMs {
+				t.Errorf("%s: Retry-After %q, Retry-After-Ms %q; want %s and %s", target, ra, ram, wantRA, wantMs)
+			}
+		}
+		// t=0: 40 + 40 units; a third order of 40 would make 120.
+		ok(path(40))
+		ok(path(40))
+		// Few calls, but big ones: the third call is refused where a limit
+		// of calls (ratelimited admits 5 in 200 ms) would let it through.
+		limited(path(40), "big", "1000", "1") // both 40s must leave: at t=1000
+		ok(path(20))                          // 100 exactly: admitted
+		limited(path(1), "one", "1000", "1")  // not even one unit more
+		// atlas and cedar are never limited.
+		for _, sup := range []string{"atlas", "cedar"} {
+			if rec := serve(h, "GET", "/quotes/"+sup+"?sku=KB-001&scenario=costlimited&qty=100"); rec.Code != 200 {
+				t.Fatalf("%s: %d", sup, rec.Code)
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+		limited(path(40), "big", "700", "1") // back early: 700 ms before it fits
+		time.Sleep(700 * time.Millisecond)
+		// t=1000: the first three admissions (100 units) leave together.
+		ok(path(100))
+		time.Sleep(400 * time.Millisecond)
+		limited(path(1), "late", "600", "1") // sliding: (400, 1400] holds the 100
+		// No qty costs 1; qty is the order's quantity, 1 to 100.
+		time.Sleep(600 * time.Millisecond)
+		ok("/quotes/boreal?sku=KB-001&scenario=costlimited")
+		for _, bad := range []string{"0", "101", "-1", "2.5", "+3", "", "1e2"} {
+			wantError(t, recorded(serve(h, "GET", "/quotes/boreal?sku=KB-001&scenario=costlimited&qty="+bad)), 400, "bad_parameter")
+		}
+		wantError(t, recorded(serve(h, "GET", "/quotes/atlas?sku=KB-001&qty=3&qty=3")), 400, "bad_parameter")
+
+		var st provider.Stats
+		getJSON(t, h, "/stats", &st)
+		if st.CostLimited != 4 || st.RateLimited != 0 || st.PerStatus["429"] != 4 || st.EarlyRetries != 1 {
+			t.Errorf("cost_limited %d, rate_limited %d, 429s %d, early_retries %d; want 4, 0, 4 and 1",
+				st.CostLimited, st.RateLimited, st.PerStatus["429"], st.EarlyRetries)
+		}
+		if st.CostAdmitted != 40+40+20+100+1 {
+			t.Errorf("cost_admitted %d, want 201 (boreal's admitted qty)", st.CostAdmitted)
+		}
+		if c := st.Scenarios.CostLimited; c.MaxCost != 100 || c.WindowMs != 1000 || c.MaxQty != 100 {
+			t.Errorf("scenarios.costlimited %+v, want max_cost 100, window_ms 1000, max_qty 100", c)
+		}
+		var rl requestLog
+		getJSON(t, h, "/stats/requests?id=big", &rl)
+		if b := rl.Log["boreal"]; len(b) != 2 || b[0].RetryAfterMs == nil || *b[0].RetryAfterMs != 1000 || b[1].RetryAfterMs == nil || *b[1].RetryAfterMs != 700 {
+			t.Errorf("id big: log %+v, want two 429s with retry_after_ms 1000 and 700", b)
+		}
+		// A reset empties the window.
+		p.Reset()
+		ok(path(100))
+	})
+}
+
+// The window holds at most costMax admissions (every cost is at least 1):
+// a flood of qty=1 requests keeps it at its bound, never growing it.
+func TestCostlimitedWindowIsBoundedUnderAFlood(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := provider.New(provider.Options{LatencyScale: 0}).Routes()
+		admitted := 0
+		for range 10 {
+			for range 1000 {
+				if serve(h, "GET", "/quotes/boreal?sku=KB-001&scenario=costlimited").Code == 200 {
+					admitted++
+				}
+			}
+			time.Sleep(1000 * time.Millisecond)
+		}
+		if admitted != 10*100 {
+			t.Errorf("admitted %d of 10 000 unit requests over 10 windows, want exactly 1000", admitted)
+		}
+	})
 }

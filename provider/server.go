@@ -64,6 +64,7 @@ func Start(opts Options, addr, blackholeAddr string) (*Server, error) {
 	s.http = &http.Server{
 		Handler:     s.Provider.Routes(),
 		BaseContext: func(net.Listener) context.Context { return base },
+		ConnContext: ConnContext, // a /stats/stream keeps its send buffer small
 	}
 	go func() {
 		defer close(s.served)

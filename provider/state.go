@@ -23,6 +23,7 @@ type state struct {
 	supplierPeak [len(Suppliers)]atomic.Int64 // peak of Provider.supplierActive per supplier
 
 	window rateWindowLog // ratelimited: boreal's admissions in the last 200 ms
+	costs  costWindowLog // costlimited: boreal's admissions in the last 1000 ms, with their cost
 
 	outageMu    sync.Mutex
 	outageStart time.Time // outage: boreal's first outage request; zero before it
@@ -32,22 +33,29 @@ type state struct {
 
 // counters are the statistics of one state. Every field is an atomic, so
 // counting takes no lock on the hot path. A request adds to them in this
-// order: total; per_supplier or partner; abandoned, client_gone,
-// early_retries; per_status; rate_limited and resets. Snapshot reads them in
-// the reverse order, so every sum it reports is at most the total it
-// reports (a request it sees the end of, it also sees the start of).
+// order: total; per_supplier or partner; hedged, early_retries,
+// stragglers, cost_admitted; abandoned, client_gone, lost_cancelled;
+// per_status; rate_limited or cost_limited, and resets. Snapshot reads them in the reverse order, so every sum it
+// reports is at most the total it reports (a request it sees the end of,
+// it also sees the start of).
 type counters struct {
-	total        atomic.Int64
-	maxActive    atomic.Int64
-	perSupplier  [len(Suppliers)]atomic.Int64
-	partnerReqs  atomic.Int64                    // /call and /budget requests
-	partnerPaths [len(partnerPaths)]atomic.Int64 // /health, /call, /budget
-	perStatus    [600]atomic.Int64
-	abandoned    atomic.Int64 // planned work longer than X-Budget-Ms
-	clientGone   atomic.Int64 // the client left before the answer was complete
-	earlyRetries atomic.Int64 // requests back before the Retry-After-Ms of their last 429
-	rateLimited  atomic.Int64 // 429s written (scenario ratelimited)
-	resets       atomic.Int64 // connections reset on purpose (scenario reset)
+	total         atomic.Int64
+	maxActive     atomic.Int64
+	perSupplier   [len(Suppliers)]atomic.Int64
+	partnerReqs   atomic.Int64                    // /call and /budget requests
+	partnerPaths  [len(partnerPaths)]atomic.Int64 // /health, /call, /budget
+	perStatus     [600]atomic.Int64
+	abandoned     atomic.Int64 // planned work longer than X-Budget-Ms
+	clientGone    atomic.Int64 // the client left before the answer was complete
+	earlyRetries  atomic.Int64 // requests back before the Retry-After-Ms of their last 429
+	rateLimited   atomic.Int64 // 429s written by scenario ratelimited
+	costLimited   atomic.Int64 // 429s written by scenario costlimited
+	costAdmitted  atomic.Int64 // units of cost (qty) costlimited admitted
+	hedged        atomic.Int64 // requests that arrived while another of their X-Request-ID ran at that supplier
+	lostCancelled atomic.Int64 // requests of such a pair whose client hung up after a sibling answered
+	stragglers    atomic.Int64 // tail: requests drawn as stragglers
+	tailAnon      atomic.Int64 // tail: requests without an X-Request-ID so far (their key)
+	resets        atomic.Int64 // connections reset on purpose (scenario reset)
 }
 
 // newState returns an empty state.

@@ -41,13 +41,25 @@ func (p *Provider) count(h workHandler, w http.ResponseWriter, r *http.Request) 
 	if status > 0 && status < len(st.perStatus) {
 		st.perStatus[status].Add(1)
 	}
-	if status == http.StatusTooManyRequests {
-		st.rateLimited.Add(1)
+	if status == http.StatusTooManyRequests { // only boreal's limiters answer 429
+		if limitedByCost(r) {
+			st.costLimited.Add(1)
+		} else {
+			st.rateLimited.Add(1)
+		}
 	}
 	if cut != nil {
 		st.resets.Add(1)
 	}
 	return status, cut
+}
+
+// limitedByCost reports whether a supplier request that was answered 429
+// asked for scenario costlimited (a rare path: the query is read again).
+func limitedByCost(r *http.Request) bool {
+	var q [3]string // quoteParams
+	_, err := readQuery(r.URL.RawQuery, quoteParams, q[:])
+	return err == nil && q[1] == "costlimited"
 }
 
 // Stats is the body of GET /stats.
@@ -64,8 +76,45 @@ type Stats struct {
 	ClientGone   int64            `json:"client_gone"`
 	RateLimited  int64            `json:"rate_limited"`
 	EarlyRetries int64            `json:"early_retries"`
-	Blackhole    *BlackholeStats  `json:"blackhole"`
-	TrackedKeys  TrackedKeys      `json:"tracked_keys"`
+	CostLimited  int64            `json:"cost_limited"`
+	CostAdmitted int64            `json:"cost_admitted"`
+	// Hedged counts supplier requests that arrived while another request
+	// of their X-Request-ID was running at that supplier; LostCancelled
+	// those of such a pair whose client hung up after a sibling answered.
+	Hedged        int64 `json:"hedged"`
+	LostCancelled int64 `json:"lost_cancelled"`
+	// Stragglers counts tail's requests drawn slow.
+	Stragglers  int64           `json:"stragglers"`
+	Blackhole   *BlackholeStats `json:"blackhole"`
+	TrackedKeys TrackedKeys     `json:"tracked_keys"`
+	// Scenarios holds the numbers of the scenarios that have any.
+	Scenarios ScenarioParams `json:"scenarios"`
+}
+
+// ScenarioParams are the fixed numbers of the scenarios that have them.
+type ScenarioParams struct {
+	CostLimited CostParams `json:"costlimited"`
+	Tail        TailParams `json:"tail"`
+}
+
+// TailParams are tail's numbers: the seed of its draws, the share of
+// stragglers (in percent) and the latency ranges of fast requests and of
+// stragglers, in ms before --latency-scale (LatencyScale is the scale).
+type TailParams struct {
+	Seed          uint64   `json:"seed"`
+	StragglerPct  float64  `json:"straggler_pct"`
+	FastMs        [2]int64 `json:"fast_ms"`
+	StragglerMs   [2]int64 `json:"straggler_ms"`
+	LatencyScale  float64  `json:"latency_scale"`
+	EverySupplier bool     `json:"every_supplier"`
+}
+
+// CostParams are costlimited's numbers: at most MaxCost units of cost (a
+// request's qty) admitted in any WindowMs.
+type CostParams struct {
+	MaxCost  int64 `json:"max_cost"`
+	WindowMs int64 `json:"window_ms"`
+	MaxQty   int64 `json:"max_qty"`
 }
 
 // PerSupplier counts supplier requests (or one request ID's attempts) by supplier.
@@ -113,15 +162,20 @@ func (p *Provider) Snapshot() Stats {
 	st := p.state.Load()
 	out := Stats{PerStatus: map[string]int64{}}
 	out.Resets = st.resets.Load()
+	out.CostLimited = st.costLimited.Load()
 	out.RateLimited = st.rateLimited.Load()
 	for code := range st.perStatus {
 		if n := st.perStatus[code].Load(); n > 0 {
 			out.PerStatus[strconv.Itoa(code)] = n
 		}
 	}
-	out.EarlyRetries = st.earlyRetries.Load()
+	out.LostCancelled = st.lostCancelled.Load()
 	out.ClientGone = st.clientGone.Load()
 	out.Abandoned = st.abandoned.Load()
+	out.CostAdmitted = st.costAdmitted.Load()
+	out.Stragglers = st.stragglers.Load()
+	out.EarlyRetries = st.earlyRetries.Load()
+	out.Hedged = st.hedged.Load()
 	out.PartnerPaths = PartnerPaths{
 		Health: st.partnerPaths[pathHealth].Load(), Call: st.partnerPaths[pathCall].Load(), Budget: st.partnerPaths[pathBudget].Load(),
 	}
@@ -142,6 +196,12 @@ func (p *Provider) Snapshot() Stats {
 	out.TrackedKeys = TrackedKeys{
 		Scenario: int64(st.seen.len()), Partner: int64(st.partners.len()), Requests: int64(st.ids.len()),
 		Max: int64(p.maxKeys), MaxKeyBytes: MaxKeyBytes, MaxLog: MaxLogPerKey,
+	}
+	out.Scenarios.CostLimited = CostParams{MaxCost: costMax, WindowMs: costWindow.Milliseconds(), MaxQty: MaxQty}
+	out.Scenarios.Tail = TailParams{
+		Seed: p.seed, StragglerPct: tailStragglerPPM / 1e4, LatencyScale: p.scale, EverySupplier: true,
+		FastMs:      [2]int64{tailFastMin.Milliseconds(), tailFastMax.Milliseconds()},
+		StragglerMs: [2]int64{tailSlowMin.Milliseconds(), tailSlowMax.Milliseconds()},
 	}
 	return out
 }
@@ -174,6 +234,11 @@ type Attempt struct {
 	// BudgetMs is the X-Budget-Ms the attempt carried (omitted without one;
 	// recorded when the attempt ends).
 	BudgetMs *int64 `json:"budget_ms,omitempty"`
+	// Hedged: it arrived while another attempt of the ID ran at this
+	// supplier; LostCancelled: its client hung up after such a sibling
+	// answered (both omitted when false).
+	Hedged        bool `json:"hedged,omitempty"`
+	LostCancelled bool `json:"lost_cancelled,omitempty"`
 }
 
 // requestStats serves GET /stats/requests?id=: attempts per supplier for
@@ -197,7 +262,7 @@ func (p *Provider) requestStats(w http.ResponseWriter, r *http.Request) {
 		out.Attempts = PerSupplier{Atlas: rec.attempts[0], Boreal: rec.attempts[1], Cedar: rec.attempts[2]}
 		out.LogDropped = rec.log.dropped
 		for _, e := range rec.log.entries {
-			a := Attempt{Status: int(e.status), End: e.end.String(), RetryAfterMs: e.retryAfterMs}
+			a := Attempt{Status: int(e.status), End: e.end.String(), RetryAfterMs: e.retryAfterMs, Hedged: e.hedged, LostCancelled: e.lost}
 			a.ArrivalMs, a.DurationMs = rec.log.entryTimes(e, now)
 			if e.budgetMs >= 0 && e.end != endRunning {
 				b := e.budgetMs

@@ -82,7 +82,7 @@ func TestResetZeroesCountersButNotTheActiveGauge(t *testing.T) {
 	}()
 	s.waitStats("one request in flight", func(st provider.Stats) bool { return st.Active == 1 })
 
-	r, err := s.do(context.Background(), http.MethodPost, "/reset")
+	r, err := s.do(context.Background(), http.MethodPost, "/reset", "Content-Type", "application/json")
 	if err != nil || r.status != 200 {
 		t.Fatalf("POST /reset: %v %d", err, r.status)
 	}
@@ -185,14 +185,16 @@ func TestControlEndpointsAnswerLoopbackClientsOnly(t *testing.T) {
 		{"GET", "/stats"}, {"GET", "/stats/requests?id=x"}, {"POST", "/reset"},
 	} {
 		for _, remote := range []string{"203.0.113.7:5555", "10.0.0.2:80", "[2001:db8::1]:443", "192.168.1.1:1"} {
-			req := httptest.NewRequest(c.method, c.path, nil)
+			req := httptest.NewRequest(c.method, "http://127.0.0.1:9101"+c.path, nil)
+			req.Header.Set("Content-Type", "application/json")
 			req.RemoteAddr = remote
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
 			wantError(t, response{status: rec.Code, header: rec.Header(), body: rec.Body.String()}, 403, "forbidden")
 		}
 		for _, remote := range []string{"127.0.0.1:5555", "127.9.9.9:1", "[::1]:443"} {
-			req := httptest.NewRequest(c.method, c.path, nil)
+			req := httptest.NewRequest(c.method, "http://127.0.0.1:9101"+c.path, nil)
+			req.Header.Set("Content-Type", "application/json")
 			req.RemoteAddr = remote
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)

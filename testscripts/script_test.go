@@ -29,8 +29,9 @@
 //	    into the course (scripts run at once share $REPO).
 //
 //	[!] alive PIDFILE
-//	    Succeeds if the process whose pid PIDFILE holds still runs (a zombie
-//	    counts as gone), after letting a kill land for up to a second.
+//	    Succeeds if a process whose pid PIDFILE holds (one pid a line) still
+//	    runs (a zombie counts as gone); negated, if none does; after letting
+//	    a kill land for up to a second.
 //
 //	freeport VAR
 //	    Sets $VAR to a port number that was free on 127.0.0.1 a moment ago.
@@ -62,6 +63,13 @@
 //	    `wait b1` puts what it printed in stdout. Exit 1 on a transport error
 //	    or an -until that never matched, 2 on a usage error.
 //
+//	checked ENN
+//	    Asserts that the last command's stdout (a `lab check ENN` run of an
+//	    answer that must pass) lists every mutant in lessons/NN/mutants as
+//	    caught, with its required/bonus tag, every wheat as passed, and the
+//	    score and verdict lines with the counts of that folder: adding a
+//	    mutant needs no edit of the script.
+//
 //	grab VAR REGEXP
 //	    Sets $VAR to the first (group) of REGEXP's first match in the last
 //	    command's stdout (a basket's ID, a line's request ID); fails if none.
@@ -77,6 +85,7 @@ package testscripts
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -124,6 +133,7 @@ func TestScripts(t *testing.T) {
 			"course":   cmdCourse,
 			"alive":    cmdAlive,
 			"grab":     cmdGrab,
+			"checked":  cmdChecked,
 		},
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
@@ -191,6 +201,13 @@ func mapDirs(gomods []string) []string {
 	return dirs
 }
 
+// schemaKey is the schemata key every script's lab check cache starts with.
+var schemaKey = func() []byte {
+	key := make([]byte, 32)
+	rand.Read(key)
+	return key
+}()
+
 // setup gives each script the host's Go caches, an offline module proxy, a
 // HOME of its own and $REPO.
 func setup(env *testscript.Env) error {
@@ -218,6 +235,17 @@ func setup(env *testscript.Env) error {
 		env.Setenv("USERPROFILE", home)
 	}
 	env.Setenv("REPO", repo)
+	// Scripts that check with LAB_STATE_DIR=$WORK/state share one key for
+	// the mutant schemata, so the schema of a checkpoint is the same source
+	// in every script and go build compiles it once for the whole run (each
+	// script still links its own binaries in its own cache).
+	cache := filepath.Join(env.WorkDir, "state", "cache")
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(cache, "schemata.key"), schemaKey, 0o600); err != nil {
+		return err
+	}
 	// The checkpoint_NN scripts run each checkpoint's suite; CI asks for
 	// the race detector there (LAB_CHECKPOINT_RACE=1), so it runs once.
 	flags := "-vet=off" // vet ran just before, in the script
@@ -237,10 +265,11 @@ func cmdProvider(ts *testscript.TestScript, neg bool, args []string) {
 	fs.SetOutput(io.Discard)
 	scale := fs.Float64("latency-scale", 1, "")
 	maxKeys := fs.Int("max-keys", 0, "")
+	seed := fs.Uint64("seed", provider.DefaultSeed, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		ts.Fatalf("usage: provider [-latency-scale F] [-max-keys N]")
+		ts.Fatalf("usage: provider [-latency-scale F] [-max-keys N] [-seed N]")
 	}
-	srv, err := provider.Start(provider.Options{LatencyScale: *scale, MaxKeys: *maxKeys}, "127.0.0.1:0", "127.0.0.1:0")
+	srv, err := provider.Start(provider.Options{LatencyScale: *scale, MaxKeys: *maxKeys, Seed: *seed}, "127.0.0.1:0", "127.0.0.1:0")
 	ts.Check(err)
 	ts.Defer(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -252,26 +281,34 @@ func cmdProvider(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("BLACKHOLE_ADDR", srv.BlackholeAddr)
 }
 
-// cmdAlive checks whether the process in a pid file still runs.
+// cmdAlive checks whether the processes in a pid file (one pid a line) still
+// run: alive if any does, ! alive if none does.
 func cmdAlive(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: [!] alive PIDFILE")
 	}
 	data, err := os.ReadFile(ts.MkAbs(args[0]))
 	ts.Check(err)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	ts.Check(err)
+	var pids []int
+	for _, f := range strings.Fields(string(data)) {
+		pid, err := strconv.Atoi(f)
+		ts.Check(err)
+		pids = append(pids, pid)
+	}
+	if len(pids) == 0 {
+		ts.Fatalf("%s holds no pid", args[0])
+	}
 	deadline := time.Now().Add(time.Second)
 	for {
-		up := processRuns(pid)
+		up := slices.IndexFunc(pids, processRuns)
 		switch {
-		case up && !neg, !up && neg:
+		case up >= 0 && !neg, up < 0 && neg:
 			return
 		case time.Now().After(deadline):
 			if neg {
-				ts.Fatalf("process %d still runs", pid)
+				ts.Fatalf("process %d still runs", pids[up])
 			}
-			ts.Fatalf("process %d does not run", pid)
+			ts.Fatalf("none of the processes %v runs", pids)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -354,6 +391,74 @@ func cmdGrab(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("grab: no match for %q in stdout", args[1])
 	}
 	ts.Setenv(args[0], m[1])
+}
+
+// cmdChecked compares a passing `lab check` report with the checks that the
+// exercise's mutants folder holds.
+func cmdChecked(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: checked ENN")
+	}
+	l, err := cli.Lesson(args[0])
+	ts.Check(err)
+	dir := filepath.Join(ts.Getenv("REPO"), filepath.FromSlash(l.Checks()))
+	defs, err := filepath.Glob(filepath.Join(dir, "*.txtar"))
+	ts.Check(err)
+	stdout := ts.ReadFile("stdout")
+	var required, bonus, wheats int
+	for _, def := range defs {
+		data, err := os.ReadFile(def)
+		ts.Check(err)
+		name := strings.TrimSuffix(filepath.Base(def), ".txtar")
+		kind, req := header(string(data), "kind"), header(string(data), "required")
+		var want string
+		switch {
+		case kind == "wheat":
+			wheats++
+			want = `(?m)^  passed +required +` + name + `$`
+		case kind == "mutant" && req == "true":
+			required++
+			want = `(?m)^  caught +required +` + name + `$`
+		case kind == "mutant":
+			bonus++
+			want = `(?m)^  caught +bonus +` + name + `$`
+		default:
+			ts.Fatalf("%s: kind %q, required %q", def, kind, req)
+		}
+		if !regexp.MustCompile(want).MatchString(stdout) {
+			ts.Fatalf("%s is not reported as it must be (%s)", name, want)
+		}
+	}
+	score := fmt.Sprintf("mutation score: required %d/%d, bonus %d/%d; wheats passed %d/%d", required, required, bonus, bonus, wheats, wheats)
+	if !strings.Contains(stdout, "\n"+score+"\n") {
+		ts.Fatalf("no line %q", score)
+	}
+	cp := strings.TrimLeft(filepath.Base(l.Checkpoint()), "0")
+	verdict := fmt.Sprintf("verdict: PASSED: the answer passes on checkpoint %s and catches %d/%d required mutants", cp, required, required)
+	if bonus > 0 {
+		verdict += fmt.Sprintf(" (bonus: %d/%d)", bonus, bonus)
+	}
+	if wheats > 0 {
+		verdict += fmt.Sprintf(", and passes %d/%d wheats", wheats, wheats)
+	}
+	if !strings.Contains(stdout, "\n"+verdict+".\n") {
+		ts.Fatalf("no line %q", verdict+".")
+	}
+	ts.Logf("%s: %d required and %d bonus mutants caught, %d wheats passed", args[0], required, bonus, wheats)
+}
+
+// header returns the value of a "key: value" line before a check's first
+// "-- " section.
+func header(def, key string) string {
+	for line := range strings.SplitSeq(def, "\n") {
+		if strings.HasPrefix(line, "-- ") {
+			break
+		}
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 // cmdFreeport sets a variable to a free loopback port.
@@ -479,6 +584,10 @@ func doHTTP(args []string) (out string, reqErr, err error) {
 			return nil, err
 		}
 		for _, h := range headers {
+			if http.CanonicalHeaderKey(h[0]) == "Host" {
+				req.Host = h[1] // net/http sends req.Host, never a Host header of the map
+				continue
+			}
 			req.Header.Add(h[0], h[1])
 		}
 		if body != nil && req.Header.Get("Content-Type") == "" {

@@ -33,6 +33,9 @@ var commands = map[string]command{
 	"redis":    {"serve an embedded Redis stand-in on 127.0.0.1:6379 (lesson 17)", runRedis},
 	"watch":    {"check an exercise again on every save (file events, or --poll)", runWatch},
 
+	"load": {"send QuoteFlow quotes or baskets at a rate or concurrency; latency and the provider's counts", runLoad},
+	"demo": {"run a lesson's experiment end to end and print its table (lab demo --help lists them)", runDemo},
+
 	"waterfall": {"draw one request's attempts, as a running provider lab saw them, as an SVG", runWaterfall},
 }
 

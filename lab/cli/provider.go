@@ -24,6 +24,7 @@ func runProvider(args []string, stdout, stderr io.Writer) int {
 	addr := fs.String("addr", "127.0.0.1:9101", "HTTP address of the suppliers, partner and control endpoints")
 	bhAddr := fs.String("blackhole-addr", "127.0.0.1:9102", `address of the blackhole listener (connects time out); "" for none`)
 	scale := fs.Float64("latency-scale", 1, fmt.Sprintf("multiplies every artificial delay, from 0 to %d; 0 removes them (for benchmarks)", provider.MaxLatencyScale))
+	seed := fs.Uint64("seed", provider.DefaultSeed, "seed of the tail scenario's latency draws: the same seed and requests give the same latencies")
 	if code, ok := parseProviderFlags(fs, args); !ok {
 		return code
 	}
@@ -32,7 +33,7 @@ func runProvider(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
-	srv, err := provider.Start(provider.Options{LatencyScale: *scale}, *addr, *bhAddr)
+	srv, err := provider.Start(provider.Options{LatencyScale: *scale, Seed: *seed}, *addr, *bhAddr)
 	if err != nil {
 		fmt.Fprintln(stderr, "lab provider: "+providerListenProblem(err))
 		return 1

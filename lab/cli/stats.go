@@ -67,6 +67,11 @@ func controlFetch(ctx context.Context, method, url string) ([]byte, int, error) 
 	if err != nil {
 		return nil, 0, err
 	}
+	if method != http.MethodGet {
+		// The lab takes a change of state only as JSON (a web page on
+		// another origin cannot send that without a preflight).
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, 0, err

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/runner"
+	"quoteflowlab.dev/lab/internal/variant"
 )
 
 // testTimeout bounds one `go test` run of lab verify.
@@ -31,6 +33,9 @@ type verifyItem struct {
 	args  []string
 	match func(pkg, test string) bool
 	want  int // scripts: how many must have passed (0: any number > 0)
+	// parent, when set, is the test whose subtests are the item's cases
+	// (default TestScripts/: one script each).
+	parent string
 	// run, when set, is the item's own work instead of a go test run.
 	run func(ctx context.Context) itemResult
 }
@@ -59,10 +64,11 @@ type verifyResult struct {
 // instructor's run over every checkpoint, answer, starter, mutant and the
 // provider, as groups of the suite's own tests.
 func runVerify(args []string, stdout, stderr io.Writer) int {
-	fset := newFlags("verify", "[--json] [--deep] [--no-cache] [FILTER...]   (FILTER: run only items whose name contains it, e.g. E14)", stderr)
+	fset := newFlags("verify", "[--json] [--deep | --docs] [--no-cache] [FILTER...]   (FILTER: run only items whose name contains it, e.g. E14)", stderr)
 	asJSON := fset.Bool("json", false, "print the results as one JSON document (progress goes to stderr)")
 	noCache := fset.Bool("no-cache", false, "rerun tests whose results go test has cached (go test -count=1)")
 	deep := fset.Bool("deep", false, "also run each checkpoint's own tests against each of its mutants (slower)")
+	docs := fset.Bool("docs", false, "only check the lesson pages' figures: run each `lab demo` a page shows and compare its figures with the page's, within the tolerances written beside them")
 	filters, code, ok := parseArgs(fset, args)
 	if !ok {
 		return code
@@ -72,6 +78,13 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	items := verifyItems(root)
+	if *docs {
+		items = docsItems(root)
+		if len(items) == 0 {
+			fmt.Fprintln(stderr, "lab verify --docs: no page has a <!-- figures: lab demo ... --> marker")
+			return 1
+		}
+	}
 	if *deep {
 		items = append(items, deepItems(root)...)
 	}
@@ -221,17 +234,16 @@ func verifyItems(root string) []verifyItem {
 	prefixed := func(p string) func(string) bool { return func(s string) bool { return strings.HasPrefix(s, p) } }
 	for _, l := range course.Lessons {
 		p := strings.ToLower(l.Exercise()) + "_"
-		broken := prefixed(p + "variant_") // a measured exercise's broken variants
-		items = append(items, scriptRun(l.Exercise()+": "+graderFor(l.Method).Proves()+" (scripts "+p+"*)",
-			func(s string) bool { return strings.HasPrefix(s, p) && !broken(s) }))
-		if slices.ContainsFunc(scripts, broken) {
-			items = append(items, scriptRun(l.Exercise()+": the grader rejects every broken variant (scripts "+p+"variant_*)", broken))
+		items = append(items, scriptRun(l.Exercise()+": "+graderFor(l.Method).Proves()+" (scripts "+p+"*)", prefixed(p)))
+		if l.Method == report.Measured {
+			items = append(items, variantsRun(root, l))
 		}
 	}
 	items = append(items,
 		verifyItem{
 			name: "course: every lesson complete, every check's edit applies (go test ./lab/...)",
-			dir:  root, env: "GOWORK=off", args: []string{"./lab/..."},
+			// The broken variants are an item of their own (variantsRun).
+			dir: root, env: "GOWORK=off", args: []string{"-skip", "^TestGraderRejectsEveryBrokenVariant$", "./lab/..."},
 			match: func(string, string) bool { return true },
 		},
 		verifyItem{
@@ -248,6 +260,29 @@ func verifyItems(root string) []verifyItem {
 		items = append(items, scriptRun(g.what+" (scripts "+g.prefix+"*)", prefixed(g.prefix)))
 	}
 	return items
+}
+
+// variantsRun is the item that proves the grader of a measured exercise
+// rejects each broken variant for its property: one case per variant of
+// TestGraderRejectsEveryBrokenVariant.
+func variantsRun(root string, l course.Lesson) verifyItem {
+	const test = "TestGraderRejectsEveryBrokenVariant"
+	n := 0
+	if vs, err := variant.Load(root, l.Checks(), l.Exercise()); err == nil {
+		for _, v := range vs {
+			if v.Kind == report.Broken {
+				n++
+			}
+		}
+	}
+	return verifyItem{
+		name: l.Exercise() + ": the grader rejects every broken variant for its property (" + test + ", one case per " + l.Checks() + "/*.txtar of kind variant)",
+		dir:  root, env: "GOWORK=off",
+		args:   []string{"-run", "^" + test + "$", "./lab/internal/grade/measured/"},
+		match:  func(_, t string) bool { return strings.HasPrefix(t, test+"/") },
+		parent: test + "/",
+		want:   max(n, 1),
+	}
 }
 
 // scriptNames lists the testscripts, without .txtar.
@@ -338,7 +373,8 @@ func (run *testRun) item(it verifyItem) itemResult {
 			}
 			continue
 		}
-		top := !strings.Contains(strings.TrimPrefix(t.test, "TestScripts/"), "/")
+		parent := cmp.Or(it.parent, "TestScripts/")
+		top := !strings.Contains(strings.TrimPrefix(t.test, parent), "/")
 		if !top {
 			continue
 		}
@@ -363,16 +399,20 @@ func (run *testRun) item(it verifyItem) itemResult {
 		r.Summary = "no test ran (all skipped, or none match?)"
 		r.Detail = tailLines(run.res.Output, 30)
 	case it.want > 0 && len(passed) < it.want:
-		r.Summary = fmt.Sprintf("%d of %d scripts passed", len(passed), it.want)
+		r.Summary = fmt.Sprintf("%d of %d passed", len(passed), it.want)
 	default:
 		r.OK = true
 		r.Summary = fmt.Sprintf("%d tests passed", len(passed))
 		if it.want > 0 {
 			names := make([]string, len(passed))
 			for i, p := range passed {
-				names[i] = strings.TrimPrefix(p, "TestScripts/")
+				names[i] = strings.TrimPrefix(p, cmp.Or(it.parent, "TestScripts/"))
 			}
-			r.Summary = fmt.Sprintf("%d scripts passed: %s", len(passed), strings.Join(names, ", "))
+			what := "scripts"
+			if it.parent != "" {
+				what = "cases"
+			}
+			r.Summary = fmt.Sprintf("%d %s passed: %s", len(passed), what, strings.Join(names, ", "))
 		}
 		if run.cached > 0 {
 			r.Notes = append(r.Notes, "some results are cached: unchanged since they last passed (--no-cache reruns)")

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"quoteflowlab.dev/lab/internal/waterfall"
@@ -19,13 +20,25 @@ import (
 // runWaterfall draws one X-Request-ID's attempts, as a running provider lab
 // recorded them, as an SVG.
 func runWaterfall(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("waterfall", "--id ID [--provider URL] [--out FILE.svg] [--deadline-ms N]", stderr)
+	fs := newFlags("waterfall", "(--id ID | --basket FILE [--status N]) [--provider URL] [--out FILE.svg] [--deadline-ms N]", stderr)
 	id := fs.String("id", "", "the `X-Request-ID` to draw (QuoteFlow prints it as request_id)")
+	basket := fs.String("basket", "", "instead of --id: a saved basket answer (`FILE`, - for stdin); draw its first line with a --status attempt")
+	wantStatus := fs.Int("status", 429, "with --basket: the attempt status a line must show (e.g. 429, 503)")
 	base := fs.String("provider", providerDefaultURL, "base `URL` of the running provider lab")
 	out := fs.String("out", "", "write the SVG to `FILE` and print a summary; without it the SVG goes to stdout")
 	deadline := fs.Float64("deadline-ms", 0, "draw the deadline `N` ms after the first attempt (default: from the X-Budget-Ms the attempts carried, if any)")
 	if code, ok := parseProviderFlags(fs, args); !ok {
 		return code
+	}
+	if *basket != "" {
+		if *id != "" {
+			return usageError(fs, stderr, "give --id or --basket, not both")
+		}
+		picked, code := pickLine(*basket, *base, *wantStatus, stderr)
+		if code != 0 {
+			return code
+		}
+		*id = picked
 	}
 	switch {
 	case *id == "":
@@ -79,4 +92,55 @@ func runWaterfall(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "  "+line)
 	}
 	return 0
+}
+
+// pickLine reads a saved basket answer and returns the request_id of its
+// first line whose attempts, as the provider lab logged them, include one
+// answered with status.
+func pickLine(file, base string, status int, stderr io.Writer) (string, int) {
+	var data []byte
+	var err error
+	if file == "-" {
+		data, err = io.ReadAll(io.LimitReader(os.Stdin, 16<<20))
+	} else {
+		data, err = os.ReadFile(file)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "lab waterfall: %v\n", err)
+		return "", 1
+	}
+	var b struct {
+		Items []struct {
+			Index     int    `json:"index"`
+			RequestID string `json:"request_id"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(data, &b); err != nil || len(b.Items) == 0 {
+		fmt.Fprintf(stderr, "lab waterfall: %s is not a basket answer with lines (save one with curl ... > FILE)\n", file)
+		return "", 1
+	}
+	for _, it := range b.Items {
+		if len(it.RequestID) == 0 || len(it.RequestID) > provider.MaxKeyBytes {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
+		body, code, err := controlFetch(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/stats/requests?id="+url.QueryEscape(it.RequestID))
+		cancel()
+		if err != nil {
+			fmt.Fprintf(stderr, "lab waterfall: %s\n", controlUnreachable(base, err))
+			return "", 1
+		}
+		var rs provider.RequestStats
+		if code != http.StatusOK || json.Unmarshal(body, &rs) != nil {
+			continue
+		}
+		for _, a := range slices.Concat(rs.Log.Atlas, rs.Log.Boreal, rs.Log.Cedar) {
+			if a.Status == status {
+				fmt.Fprintf(stderr, "line %d has a %d: X-Request-ID %s\n", it.Index, status, it.RequestID)
+				return it.RequestID, 0
+			}
+		}
+	}
+	fmt.Fprintf(stderr, "lab waterfall: no line of %s has an attempt answered %d\n", file, status)
+	return "", 1
 }

@@ -21,6 +21,7 @@ type Code string
 const (
 	CodeTimeout        Code = "timeout"         // one call ran past CallTimeout
 	CodeDeadline       Code = "deadline"        // the overall deadline passed before the job had a final result
+	CodeNoBudget       Code = "no_budget"       // never called: less than the floor was left before the deadline
 	CodeRateLimited    Code = "rate_limited"    // 429, and the wait asked for no longer fits (or attempts ran out)
 	CodeTransportError Code = "transport_error" // the exchange itself failed
 	CodeInvalidData    Code = "invalid_data"    // an answer that cannot be trusted or decoded
@@ -32,10 +33,11 @@ func HTTPCode(status int) Code { return Code("http_" + strconv.Itoa(status)) }
 
 // Retryable reports whether a job that ended with code may succeed if it is
 // run again later: timeouts, the deadline, rate limits, 5xx and transport
-// failures. A compensation queue takes exactly these.
+// failures, and a call never made for want of budget. A compensation queue
+// takes exactly these.
 func Retryable(code Code) bool {
 	switch code {
-	case CodeTimeout, CodeDeadline, CodeRateLimited, CodeTransportError:
+	case CodeTimeout, CodeDeadline, CodeNoBudget, CodeRateLimited, CodeTransportError:
 		return true
 	}
 	if status, ok := strings.CutPrefix(string(code), "http_"); ok {

@@ -41,6 +41,7 @@ var (
 	bucketJobs     = []byte("compensation_jobs")     // ID → JSON job
 	bucketFinished = []byte("compensation_finished") // sequence → ID, in the order jobs finished
 	bucketMeta     = []byte("compensation_meta")     // the counters below
+	bucketDue      = []byte("compensation_due")      // due time + ID → nothing: the open jobs by when they are due
 	keyOpen        = []byte("open")                  // jobs pending or leased
 	keyPruned      = []byte("pruned")                // finished jobs removed so far
 )
@@ -53,6 +54,7 @@ type Bolt struct {
 	db     *bolt.DB
 	limits Limits
 	now    func() time.Time
+	onDead func(tx *bolt.Tx, j Job) error // see OnDeadTx
 }
 
 // NewBolt keeps its jobs in db (the caller opens and closes it), within lim.
@@ -63,7 +65,7 @@ func NewBolt(db *bolt.DB, lim Limits) (*Bolt, error) {
 				return err
 			}
 		}
-		return nil
+		return indexAll(tx)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
@@ -82,6 +84,12 @@ func NewBolt(db *bolt.DB, lim Limits) (*Bolt, error) {
 
 // DB is the file the queue lives in.
 func (q *Bolt) DB() *bolt.DB { return q.db }
+
+// OnDeadTx makes f run inside the transaction in which a job dies (its
+// last try failed, or its last lease ran out), with the job as it died: what
+// the job was for is settled with its death, or neither is, whatever kills
+// the process. An error from f undoes both. Set it before the queue is used.
+func (q *Bolt) OnDeadTx(f func(tx *bolt.Tx, j Job) error) { q.onDead = f }
 
 func (q *Bolt) Enqueue(ctx context.Context, jobs ...Job) error {
 	return q.update(ctx, func(tx *bolt.Tx) error { return q.EnqueueTx(tx, jobs...) })
@@ -109,6 +117,9 @@ func (q *Bolt) EnqueueTx(tx *bolt.Tx, jobs ...Job) error {
 		if err := put(b, j); err != nil {
 			return err
 		}
+		if err := index(tx, j, true); err != nil {
+			return err
+		}
 		if err := addCounter(tx, keyOpen, 1); err != nil {
 			return err
 		}
@@ -131,6 +142,9 @@ func (q *Bolt) DeleteTx(tx *bolt.Tx, prefix string) (int, error) {
 		}
 		if j.State == Pending || j.State == Leased {
 			open++
+			if err := index(tx, j, false); err != nil {
+				return 0, err
+			}
 		}
 		keys = append(keys, append([]byte(nil), k...))
 	}
@@ -142,25 +156,58 @@ func (q *Bolt) DeleteTx(tx *bolt.Tx, prefix string) (int, error) {
 	return len(keys), addCounter(tx, keyOpen, -open)
 }
 
+// Lease walks the due index from its oldest entry and stops at the first
+// one not yet due: a poll with nothing due reads one key, in a read-only
+// transaction, however many jobs wait.
 func (q *Bolt) Lease(ctx context.Context, n int, visibility time.Duration) ([]Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var due bool
+	q.db.View(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bucketDue).Cursor().First()
+		due = k != nil && !dueAt(k).After(q.now())
+		return nil
+	})
+	if !due || n <= 0 {
+		return nil, nil
+	}
 	var leased []Job
 	err := q.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketJobs)
 		now := q.now()
-		var expired []Job
-		c := b.Cursor()
-		for k, v := c.First(); k != nil && len(leased) < n; k, v = c.Next() {
+		var candidates [][]byte // the IDs of the entries due, read before the index changes
+		c := tx.Bucket(bucketDue).Cursor()
+		for k, _ := c.First(); k != nil && !dueAt(k).After(now) && len(candidates) < n+leaseBatchSlack; k, _ = c.Next() {
+			candidates = append(candidates, append([]byte(nil), k...))
+		}
+		for _, k := range candidates {
+			if len(leased) >= n {
+				break
+			}
+			v := b.Get(k[8:])
+			if v == nil { // an entry left behind by a job removed without its index (an older file)
+				if err := tx.Bucket(bucketDue).Delete(k); err != nil {
+					return err
+				}
+				continue
+			}
 			var j Job
 			if err := json.Unmarshal(v, &j); err != nil {
 				return err
 			}
-			due := (j.State == Pending && !now.Before(j.NotBefore)) || (j.State == Leased && now.After(j.LeaseUntil))
-			switch {
-			case !due:
-				continue
-			case j.State == Leased && j.Tries >= q.limits.MaxTries:
+			isDue := (j.State == Pending && !now.Before(j.NotBefore)) || (j.State == Leased && now.After(j.LeaseUntil))
+			if !isDue {
+				continue // due at this very instant for a lease: the next poll takes it
+			}
+			if err := index(tx, j, false); err != nil {
+				return err
+			}
+			if j.State == Leased && j.Tries >= q.limits.MaxTries {
 				j.State, j.LastReason = Dead, "lease_expired"
-				expired = append(expired, j) // finished after the walk: pruning changes the bucket
+				if err := q.finish(tx, j); err != nil {
+					return err
+				}
 				continue
 			}
 			j.State, j.Tries, j.LeaseUntil = Leased, j.Tries+1, now.Add(visibility)
@@ -168,9 +215,7 @@ func (q *Bolt) Lease(ctx context.Context, n int, visibility time.Duration) ([]Jo
 			if err := put(b, j); err != nil {
 				return err
 			}
-		}
-		for _, j := range expired {
-			if err := q.finish(tx, j); err != nil {
+			if err := index(tx, j, true); err != nil {
 				return err
 			}
 		}
@@ -181,6 +226,10 @@ func (q *Bolt) Lease(ctx context.Context, n int, visibility time.Duration) ([]Jo
 	}
 	return leased, nil
 }
+
+// leaseBatchSlack is how many due entries past n one Lease reads, for those
+// that turn out dead (they take no place in the batch).
+const leaseBatchSlack = 64
 
 func (q *Bolt) Complete(ctx context.Context, id string) error {
 	return q.change(ctx, id, func(j *Job) bool {
@@ -266,10 +315,16 @@ func (q *Bolt) change(ctx context.Context, id string, f func(*Job) (finished boo
 		if err := json.Unmarshal(v, &j); err != nil {
 			return err
 		}
+		if err := index(tx, j, false); err != nil {
+			return err
+		}
 		if f(&j) {
 			return q.finish(tx, j)
 		}
-		return put(b, j)
+		if err := put(b, j); err != nil {
+			return err
+		}
+		return index(tx, j, true)
 	})
 }
 
@@ -278,6 +333,11 @@ func (q *Bolt) change(ctx context.Context, id string, f func(*Job) (finished boo
 func (q *Bolt) finish(tx *bolt.Tx, j Job) error {
 	if err := put(tx.Bucket(bucketJobs), j); err != nil {
 		return err
+	}
+	if j.State == Dead && q.onDead != nil {
+		if err := q.onDead(tx, j); err != nil {
+			return err
+		}
 	}
 	if err := addCounter(tx, keyOpen, -1); err != nil {
 		return err
@@ -340,6 +400,51 @@ func put(b *bolt.Bucket, j Job) error {
 }
 
 func seqKey(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+
+// index adds (or with add false removes) the due-index entry of j: a
+// pending job is due at its NotBefore, a leased one when its lease ends; a
+// finished job has none.
+func index(tx *bolt.Tx, j Job, add bool) error {
+	var at time.Time
+	switch j.State {
+	case Pending:
+		at = j.NotBefore
+	case Leased:
+		at = j.LeaseUntil
+	default:
+		return nil
+	}
+	var ns uint64 // the zero time, and any before 1970, sort first
+	if at.After(time.Unix(0, 0)) {
+		ns = uint64(at.UnixNano())
+	}
+	k := append(seqKey(ns), j.ID...)
+	if add {
+		return tx.Bucket(bucketDue).Put(k, nil)
+	}
+	return tx.Bucket(bucketDue).Delete(k)
+}
+
+// dueAt is the time of a due-index key.
+func dueAt(k []byte) time.Time { return time.Unix(0, int64(binary.BigEndian.Uint64(k[:8]))) }
+
+// indexAll builds the due index of a file that has none (one written before
+// the index existed); in a file that has one it does nothing.
+func indexAll(tx *bolt.Tx) error {
+	if tx.Bucket(bucketDue) != nil {
+		return nil
+	}
+	if _, err := tx.CreateBucket(bucketDue); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketJobs).ForEach(func(_, v []byte) error {
+		var j Job
+		if err := json.Unmarshal(v, &j); err != nil {
+			return err
+		}
+		return index(tx, j, true)
+	})
+}
 
 func counter(tx *bolt.Tx, key []byte) uint64 {
 	v := tx.Bucket(bucketMeta).Get(key)

@@ -544,3 +544,149 @@ func openBenchData(b *testing.B) *data {
 	store, _ := NewBoltStore(db, q, 0)
 	return &data{db: db, store: store, queue: q}
 }
+
+// budgetsSent records the X-Budget-Ms of every call to supplier.
+func budgetsSent(mu *sync.Mutex, sent *[]string, next reply) reply {
+	return func(r *http.Request, attempt int) (*http.Response, error) {
+		mu.Lock()
+		*sent = append(*sent, r.Header.Get("X-Budget-Ms"))
+		mu.Unlock()
+		return next(r, attempt)
+	}
+}
+
+// Lesson 15's floor holds for basket calls: a retry whose wait would leave
+// less than the floor is not waited for, and no call is made with less.
+func TestABasketRetryThatWouldStartBelowTheFloorIsNotMade(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var sent []string
+		// Boreal answers 503 after 140 ms; the wait is 20 ms; 40 ms would be
+		// left of the 200 ms deadline, below the 50 ms floor.
+		fake := newFake(map[string]reply{"boreal": budgetsSent(&mu, &sent, after(140*time.Millisecond, status(503)))})
+		s := basketService(t, fake, newData(t), Config{MinAttempt: 50 * time.Millisecond, Basket: BasketPolicy{
+			Deadline: 200 * time.Millisecond, Jitter: func(time.Duration) time.Duration { return 20 * time.Millisecond }}})
+		b, err := s.Basket(t.Context(), lines(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := failureOf(b.Items[0], "boreal")
+		if f.Code != HTTPCode(503) || f.Attempts != 1 || !f.Queued || b.ElapsedMS != 140 {
+			t.Errorf("boreal %+v, basket at %v ms; want http_503 after 1 attempt, queued, answered at 140 ms", f, b.ElapsedMS)
+		}
+		if len(sent) != 1 || sent[0] != "200" {
+			t.Errorf("boreal was sent X-Budget-Ms %v, want one call with 200: no retry with 40 ms left", sent)
+		}
+	})
+}
+
+func TestABasketCallThatWouldStartBelowTheFloorIsNoBudgetAndQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// One slot: atlas, boreal, cedar in turn, 80 ms each. The third would
+		// start at 160 ms with 40 ms of the 200 ms deadline left.
+		fake := newFake(nil)
+		fake.latency = 80 * time.Millisecond
+		d := newData(t)
+		s := basketService(t, fake, d, Config{OutboundLimit: 1, MinAttempt: 50 * time.Millisecond,
+			Basket: BasketPolicy{Deadline: 200 * time.Millisecond}})
+		b, err := s.Basket(t.Context(), lines(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := b.Items[0]
+		var never []LineFailure
+		for _, f := range l.Failures {
+			if f.Code == CodeNoBudget && f.Attempts == 0 && f.Queued {
+				never = append(never, f)
+			}
+		}
+		if fake.TotalCalls() != 2 || len(l.Quotes) != 2 || len(never) != 1 || b.ElapsedMS != 160 {
+			t.Errorf("%d calls, line %+v at %v ms; want 2 calls, 2 quotes and one supplier no_budget after 0 attempts, queued, answered at 160 ms",
+				fake.TotalCalls(), l, b.ElapsedMS)
+		}
+		if c, _ := d.queue.Counts(t.Context()); c.Pending != 1 {
+			t.Errorf("queue %+v, want the call never made pending", c)
+		}
+	})
+}
+
+// A worker killed mid-pass must not have kept an answer it already had:
+// each compensation job is recorded as soon as its own call ends.
+func TestACompensationCallIsRecordedBeforeTheSlowestOfItsPassEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Line 0's boreal is back after 100 ms; line 1's answers only after 3 s.
+		var mu sync.Mutex
+		down := true
+		fake := newFake(map[string]reply{"boreal": func(r *http.Request, attempt int) (*http.Response, error) {
+			mu.Lock()
+			d := down
+			mu.Unlock()
+			if d {
+				return status(503)(r, attempt)
+			}
+			if r.URL.Query().Get("sku") == "KB-002" {
+				return after(3*time.Second, normal)(r, attempt)
+			}
+			return normal(r, attempt)
+		}})
+		d := newData(t)
+		s := basketService(t, fake, d, Config{})
+		req := lines(2)
+		req.Items[1].SKU = "KB-002"
+		b, err := s.Basket(t.Context(), req)
+		if err != nil || b.Pending != 2 {
+			t.Fatalf("basket %+v, %v; want boreal queued on both lines", b, err)
+		}
+		mu.Lock()
+		down = false
+		mu.Unlock()
+		go s.CompensateOnce(t.Context())
+		time.Sleep(time.Second) // line 0's call is over, line 1's is not
+		synctest.Wait()
+		got, _ := s.GetBasket(t.Context(), b.ID)
+		if got.Items[0].Status != LineComplete || got.Items[1].Status != LinePartial || got.Pending != 1 {
+			t.Errorf("1 s into the pass: lines %s and %s, pending %d; want line 0 complete (its answer recorded), line 1 still partial",
+				got.Items[0].Status, got.Items[1].Status, got.Pending)
+		}
+		if c, _ := d.queue.Counts(t.Context()); c.Done != 1 || c.Leased != 1 {
+			t.Errorf("queue %+v 1 s into the pass; want line 0's job done, line 1's leased", c)
+		}
+		time.Sleep(5 * time.Second) // let the pass end inside the bubble
+	})
+}
+
+// A worker killed on a job's last try (kill -9: it never reports) leaves the
+// job leased; when that lease runs out the job is dead, and its basket line
+// is settled with it in the same transaction: dead, with the queue's reason,
+// and pending falls to 0.
+func TestADeadJobSettlesItsBasketLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := newFake(map[string]reply{"boreal": status(503)})
+		d := newData(t)
+		s := basketService(t, fake, d, Config{})
+		b, err := s.Basket(t.Context(), lines(1))
+		if err != nil || b.Pending != 1 {
+			t.Fatalf("basket %+v, %v; want boreal queued", b, err)
+		}
+		for try := range queue.DefaultMaxTries { // each delivery's worker dies before it reports
+			if jobs, err := d.queue.Lease(t.Context(), 10, time.Second); err != nil || len(jobs) != 1 {
+				t.Fatalf("delivery %d: %d jobs, %v", try+1, len(jobs), err)
+			}
+			time.Sleep(2 * time.Second)
+		}
+		if jobs, err := d.queue.Lease(t.Context(), 10, time.Second); err != nil || len(jobs) != 0 {
+			t.Fatalf("after the last lease ran out: %d jobs, %v; want none (dead)", len(jobs), err)
+		}
+		got, err := s.GetBasket(t.Context(), b.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := failureOf(got.Items[0], "boreal")
+		if !f.Dead || f.Queued || f.Code != "lease_expired" || got.Pending != 0 {
+			t.Errorf("boreal %+v, pending %d; want dead with reason lease_expired, nothing pending", f, got.Pending)
+		}
+		if c, _ := d.queue.Counts(t.Context()); c.Dead != 1 {
+			t.Errorf("queue %+v, want 1 dead", c)
+		}
+	})
+}

@@ -142,7 +142,7 @@ func TestTheSecondAttemptStartsTwentyToThirtyMillisecondsAfterTheFirstEnds(t *te
 		if _, err := s.Quote(t.Context(), kb(1)); err != nil {
 			t.Fatal(err)
 		}
-		if gap := started.Sub(ended); gap < backoffBase || gap > backoffBase+backoffJitter {
+		if gap := started.Sub(ended); gap < QuoteRetry.BackoffBase || gap > QuoteRetry.BackoffCap {
 			t.Errorf("second attempt started %v after the first ended, want 20ms to 30ms", gap)
 		}
 	})

@@ -23,6 +23,7 @@ type Code string
 const (
 	CodeTimeout     Code = "timeout"      // one call ran past CallTimeout
 	CodeDeadline    Code = "deadline"     // the overall deadline passed before the job had a final result
+	CodeNoBudget    Code = "no_budget"    // never called: less than the floor was left before the deadline
 	CodeRateLimited Code = "rate_limited" // 429, or our rate quota, and the wait asked for no longer fits (or attempts ran out)
 	// CodeQuotaUnavailable: the shared quota could not be asked, so the call
 	// was not made (it fails closed); worth running again later.
@@ -37,11 +38,11 @@ func HTTPCode(status int) Code { return Code("http_" + strconv.Itoa(status)) }
 
 // Retryable reports whether a job that ended with code may succeed if it is
 // run again later: timeouts, the deadline, rate limits, 5xx and transport
-// failures, and a shared quota that could not be asked. A compensation
-// queue takes exactly these.
+// failures, a call never made for want of budget, and a shared quota that
+// could not be asked. A compensation queue takes exactly these.
 func Retryable(code Code) bool {
 	switch code {
-	case CodeTimeout, CodeDeadline, CodeRateLimited, CodeTransportError, CodeQuotaUnavailable:
+	case CodeTimeout, CodeDeadline, CodeNoBudget, CodeRateLimited, CodeTransportError, CodeQuotaUnavailable:
 		return true
 	}
 	if status, ok := strings.CutPrefix(string(code), "http_"); ok {

@@ -39,7 +39,13 @@ type Options struct {
 	// own deadline. When it passes, every call still running is cancelled.
 	Deadline    time.Duration
 	CallTimeout time.Duration // one call's limit (CodeTimeout when it passes)
-	MaxAttempts int           // calls per job at most, first included
+	// Floor is the least time a call may start with before the deadline:
+	// a first call that would start with less is not made (CodeNoBudget),
+	// a retry that would is not made either (the job keeps its last code),
+	// and a wait before a retry is taken only if Floor is still left after
+	// it. 0: any time left will do.
+	Floor       time.Duration
+	MaxAttempts int // calls per job at most, first included
 	// The wait before retry k is uniform in [0, min(BackoffCap, BackoffBase·2^(k-1))]
 	// ("full jitter"), plus whatever a Retry-After asked for.
 	BackoffBase time.Duration
@@ -67,8 +73,9 @@ func (r Result[T]) OK() bool { return r.Code == "" }
 //
 // A call that fails is retried when opts.Classify says so and attempts are
 // left, after the backoff and at least the server's Retry-After; a wait that
-// would not end before the deadline is not taken: the job stops with its last
-// code (for a 429, CodeRateLimited).
+// would not leave opts.Floor before the deadline is not taken: the job stops
+// with its last code (for a 429, CodeRateLimited). No call starts with less
+// than opts.Floor left: a job whose first call would is CodeNoBudget.
 //
 // When the deadline passes or ctx ends, the calls still running are
 // cancelled through their contexts, jobs without a final result report
@@ -108,12 +115,20 @@ func runJob[T any](ctx context.Context, start time.Time, job Job[T], o *Options)
 		res.Code, res.Err, res.Elapsed = code, err, time.Since(start)
 		return res
 	}
+	var last Verdict // the judgement of the last call made
 	for {
 		if err := o.Limiter.Acquire(ctx); err != nil {
 			if ctx.Err() == nil && errors.Is(err, quota.ErrUnavailable) {
 				return finish(CodeQuotaUnavailable, err) // a shared limit out of reach: closed, no call
 			}
 			return finish(CodeDeadline, err) // the run ended while waiting in line
+		}
+		if !fits(ctx, 0, o.Floor) { // a call that cannot finish only postpones the failure
+			o.Limiter.Release()
+			if res.Attempts > 0 {
+				return finish(last.Code, res.Err) // the supplier was asked: report what it said
+			}
+			return finish(CodeNoBudget, nil)
 		}
 		res.Attempts++
 		v, verdict, err := callOnce(ctx, job, res.Attempts, o)
@@ -128,9 +143,10 @@ func runJob[T any](ctx context.Context, start time.Time, job Job[T], o *Options)
 		if !verdict.Retry || res.Attempts >= o.MaxAttempts {
 			return finish(verdict.Code, err)
 		}
+		last, res.Err = verdict, err
 		wait := verdict.RetryAfter + o.Jitter(backoffLimit(res.Attempts, o))
-		if !fits(ctx, wait) {
-			return finish(verdict.Code, err) // sleeping into the deadline helps nobody
+		if !fits(ctx, wait, o.Floor) {
+			return finish(verdict.Code, err) // a wait after which no call fits helps nobody
 		}
 		if err := sleep(ctx, wait); err != nil {
 			return finish(CodeDeadline, err)
@@ -161,10 +177,15 @@ func backoffLimit(k int, o *Options) time.Duration {
 	return min(d, o.BackoffCap)
 }
 
-// fits reports whether a wait of d ends before ctx's deadline.
-func fits(ctx context.Context, d time.Duration) bool {
+// fits reports whether a wait of d ends before ctx's deadline with at least
+// floor left after it.
+func fits(ctx context.Context, d, floor time.Duration) bool {
 	deadline, ok := ctx.Deadline()
-	return !ok || time.Now().Add(d).Before(deadline)
+	if !ok {
+		return true
+	}
+	left := time.Until(deadline) - d
+	return left > 0 && left >= floor
 }
 
 // sleep waits for d, or returns ctx's error if ctx ends first.

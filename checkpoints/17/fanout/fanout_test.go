@@ -312,7 +312,7 @@ func TestRunNeedsALimiterPassedIn(t *testing.T) {
 
 func TestRetryableCodesAreTheQueuesCodes(t *testing.T) {
 	for code, want := range map[Code]bool{
-		CodeTimeout: true, CodeDeadline: true, CodeRateLimited: true, CodeTransportError: true,
+		CodeTimeout: true, CodeDeadline: true, CodeNoBudget: true, CodeRateLimited: true, CodeTransportError: true,
 		"http_500": true, "http_503": true, "http_599": true,
 		"http_404": false, "http_429": false, CodeInvalidData: false, CodeError: false, "http_": false, "": false,
 	} {
@@ -320,4 +320,33 @@ func TestRetryableCodesAreTheQueuesCodes(t *testing.T) {
 			t.Errorf("Retryable(%q) = %v, want %v", code, !want, want)
 		}
 	}
+}
+
+// The floor: the one slot is taken for 80 ms of a 100 ms deadline, which
+// would leave a waiting job 20 ms, under the 30 ms floor: it makes no call.
+// A job that fails at 60 ms, where a 20 ms wait would leave 20 ms, is not
+// retried: its 503 stands.
+func TestNoCallStartsBelowTheFloor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := newRecorder()
+		lim := NewLocal(1)
+		if err := lim.Acquire(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		time.AfterFunc(80*time.Millisecond, lim.Release)
+		first := Run(t.Context(), []Job[string]{rec.job(0, time.Millisecond, ok)},
+			Options{Limiter: lim, Deadline: 100 * time.Millisecond, Floor: 30 * time.Millisecond, Jitter: noJitter})
+		if r := first[0]; r.Code != CodeNoBudget || r.Attempts != 0 || r.Elapsed != 80*time.Millisecond || len(rec.starts[0]) != 0 {
+			t.Errorf("a job whose slot comes with 20ms left: %+v, %d calls; want no_budget after 0 attempts at 80ms, never called", r, len(rec.starts[0]))
+		}
+		fixed := func(time.Duration) time.Duration { return 20 * time.Millisecond }
+		second := Run(t.Context(), []Job[string]{rec.job(1, 60*time.Millisecond, always(&StatusError{Status: 503}))},
+			Options{Limiter: lim, Deadline: 100 * time.Millisecond, Floor: 30 * time.Millisecond, Jitter: fixed})
+		if r := second[0]; r.Code != HTTPCode(503) || r.Attempts != 1 || r.Elapsed != 60*time.Millisecond {
+			t.Errorf("a retry that would start with 20ms left: %+v; want http_503 after 1 attempt at 60ms", r)
+		}
+		if lim.InUse() != 0 {
+			t.Errorf("%d slots still taken, want 0: a call not made gives its slot back", lim.InUse())
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,11 +23,11 @@ func (c *clock) now() time.Time          { return c.t }
 func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 // openQueue opens path as a Bolt queue on clk; the file is closed at cleanup.
-func openQueue(t *testing.T, path string, clk *clock) (*Bolt, *bolt.DB) {
+func openQueue(t testing.TB, path string, clk *clock) (*Bolt, *bolt.DB) {
 	return openQueueWith(t, path, clk, Limits{MaxTries: 5})
 }
 
-func openQueueWith(t *testing.T, path string, clk *clock, lim Limits) (*Bolt, *bolt.DB) {
+func openQueueWith(t testing.TB, path string, clk *clock, lim Limits) (*Bolt, *bolt.DB) {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
@@ -41,7 +42,7 @@ func openQueueWith(t *testing.T, path string, clk *clock, lim Limits) (*Bolt, *b
 	return q, db
 }
 
-func newQueue(t *testing.T) (*Bolt, *clock) {
+func newQueue(t testing.TB) (*Bolt, *clock) {
 	clk := &clock{t: time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)}
 	q, _ := openQueue(t, filepath.Join(t.TempDir(), "q.db"), clk)
 	return q, clk
@@ -222,6 +223,82 @@ func TestThePendingJobsAreBoundedInCountAndSize(t *testing.T) {
 	for _, j := range []Job{{ID: strings.Repeat("x", MaxIDBytes+1)}, {ID: "e", Body: make([]byte, MaxBodyBytes+1)}} {
 		if err := q.Enqueue(ctx, j); !errors.Is(err, ErrTooLarge) {
 			t.Errorf("a %d-byte ID, %d-byte body = %v, want ErrTooLarge", len(j.ID), len(j.Body), err)
+		}
+	}
+}
+
+// A job enqueued with a NotBefore (a supplier's Retry-After) is not
+// delivered before it, and is delivered once it is due.
+func TestEnqueueHonoursNotBefore(t *testing.T) {
+	q, clk := newQueue(t)
+	ctx := context.Background()
+	if err := q.Enqueue(ctx, Job{ID: "later", NotBefore: clk.now().Add(time.Second)}, Job{ID: "now"}); err != nil {
+		t.Fatal(err)
+	}
+	if jobs, err := q.Lease(ctx, 10, time.Minute); err != nil || !slices.Equal(ids(jobs), []string{"now"}) {
+		t.Fatalf("Lease at once = %v, %v; want only the job without a NotBefore", ids(jobs), err)
+	}
+	clk.advance(999 * time.Millisecond)
+	if jobs, _ := q.Lease(ctx, 10, time.Minute); len(jobs) != 0 {
+		t.Fatalf("leased %v 1 ms before its NotBefore", ids(jobs))
+	}
+	clk.advance(time.Millisecond)
+	if jobs, _ := q.Lease(ctx, 10, time.Minute); !slices.Equal(ids(jobs), []string{"later"}) {
+		t.Fatalf("Lease at its NotBefore = %v, want [later]", ids(jobs))
+	}
+}
+
+// waiting enqueues n jobs due in an hour, in one transaction.
+func waiting(tb testing.TB, q *Bolt, clk *clock, n int) {
+	tb.Helper()
+	jobs := make([]Job, n)
+	for i := range jobs {
+		jobs[i] = Job{ID: fmt.Sprintf("b%05d/0/boreal", i), Body: []byte(`{"sku":"KB-001"}`), NotBefore: clk.now().Add(time.Hour)}
+	}
+	if err := q.Enqueue(context.Background(), jobs...); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// With 20,000 jobs waiting and none due, a poll finds nothing without a
+// write: no transaction is committed to disk (before the due index, each
+// poll walked every job inside a write transaction, ~90 ms and a commit).
+// A job that is due among them is still found at once.
+func TestAnIdlePollWritesNothing(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)}
+	q, _ := openQueueWith(t, filepath.Join(t.TempDir(), "q.db"), clk, Limits{MaxOpen: 20_001})
+	waiting(t, q, clk, 20_000)
+	ctx := context.Background()
+	written := func() int64 { st := q.DB().Stats(); return st.TxStats.GetWrite() }
+	writes := written()
+	for range 10 {
+		if jobs, err := q.Lease(ctx, 50, time.Minute); err != nil || len(jobs) != 0 {
+			t.Fatalf("Lease with nothing due = %v, %v", ids(jobs), err)
+		}
+	}
+	if n := written() - writes; n != 0 {
+		t.Errorf("10 idle polls wrote %d times to the file, want 0", n)
+	}
+	if err := q.Enqueue(ctx, Job{ID: "due"}); err != nil {
+		t.Fatal(err)
+	}
+	if jobs, err := q.Lease(ctx, 50, time.Minute); err != nil || !slices.Equal(ids(jobs), []string{"due"}) {
+		t.Errorf("Lease with one job due among 20,000 = %v, %v; want [due]", ids(jobs), err)
+	}
+	clk.advance(time.Hour)
+	if jobs, _ := q.Lease(ctx, 50, time.Minute); len(jobs) != 50 {
+		t.Errorf("an hour later Lease(50) = %d jobs, want 50", len(jobs))
+	}
+}
+
+// BenchmarkIdlePoll is one poll of a queue of 20,000 jobs none of which is due.
+func BenchmarkIdlePoll(b *testing.B) {
+	q, clk := newQueue(b)
+	waiting(b, q, clk, 20_000)
+	ctx := context.Background()
+	for b.Loop() {
+		if jobs, err := q.Lease(ctx, 50, time.Minute); err != nil || len(jobs) != 0 {
+			b.Fatal(len(jobs), err)
 		}
 	}
 }

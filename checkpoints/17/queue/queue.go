@@ -49,7 +49,8 @@ var ErrNotFound = errors.New("queue: no such job")
 // Queue is what a compensation worker needs. Every method is safe for
 // concurrent use, and a write is durable when it returns.
 type Queue interface {
-	// Enqueue adds jobs as pending; a job whose ID is already held, in any
+	// Enqueue adds jobs as pending, each delivered no earlier than its
+	// NotBefore (zero: at once); a job whose ID is already held, in any
 	// state, is left as it is. A queue is bounded: past its limit Enqueue
 	// fails with ErrFull and writes nothing.
 	Enqueue(ctx context.Context, jobs ...Job) error

@@ -67,8 +67,9 @@ func NewStream(ctx context.Context, rdb redis.UniversalClient, cfg StreamConfig)
 		consumer: cmp.Or(cfg.Consumer, defaultConsumer()),
 		limits:   lim,
 		prefix:   p,
-		keys:     []string{p + "stream", p + "delayed", p + "leased", p + "counts", p + "finished", p + "ids"},
-		owners:   tag + "owners",
+		keys: []string{p + "stream", p + "delayed", p + "leased", p + "counts", p + "finished", p + "ids",
+			tag + "owners:", tag + "owners"},
+		owners: tag + "owners",
 	}
 	if err := q.createGroup(ctx); err != nil {
 		return nil, err
@@ -125,6 +126,8 @@ func (q *Stream) run(ctx context.Context, script *redis.Script, extraKeys []stri
 // for: EnqueueWith writes it and its jobs in one script, both or neither.
 // Owners are kept in the order they were first stored; past Keep, the
 // oldest is dropped with its jobs (those whose ID starts with its ID + "/").
+// When one of its jobs dies, the script that marks it dead also records it
+// beside the owner (DeadKey), so the owner learns it in the same step.
 type Owner struct {
 	ID    string
 	Value []byte
@@ -153,15 +156,23 @@ func (q *Stream) EnqueueWith(ctx context.Context, o Owner, jobs ...Job) error {
 // OwnerKey is the Redis key of an owner's value, for GET and WATCH.
 func (q *Stream) OwnerKey(id string) string { return q.owners + ":" + id }
 
+// DeadKey is the Redis hash of an owner's dead jobs: the rest of each job's
+// ID after the owner's ID and "/" → the job's last reason.
+func (q *Stream) DeadKey(id string) string { return q.OwnerKey(id) + ":dead" }
+
 func (q *Stream) put(ctx context.Context, o Owner, jobs []Job) error {
 	args := []any{o.ID, o.Value, o.Keep}
 	for _, j := range jobs {
 		if len(j.ID) > MaxIDBytes || len(j.Body) > MaxBodyBytes {
 			return fmt.Errorf("%w: %d-byte ID, %d-byte body (at most %d and %d)", ErrTooLarge, len(j.ID), len(j.Body), MaxIDBytes, MaxBodyBytes)
 		}
-		args = append(args, j.ID, j.Body)
+		var notBefore int64 // none: due now
+		if !j.NotBefore.IsZero() {
+			notBefore = j.NotBefore.UnixMilli()
+		}
+		args = append(args, j.ID, j.Body, notBefore)
 	}
-	res, err := q.run(ctx, putScript, []string{q.owners + ":", q.owners}, args...).Int64Slice()
+	res, err := q.run(ctx, putScript, nil, args...).Int64Slice()
 	if err != nil {
 		return wrap(err)
 	}

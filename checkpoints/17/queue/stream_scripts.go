@@ -11,15 +11,19 @@ import "github.com/redis/go-redis/v9"
 //	KEYS[4] counts    hash: jobs per state, and pruned
 //	KEYS[5] finished  list: finished job IDs, oldest first (for KeepFinished)
 //	KEYS[6] ids       sorted set, all scores 0: every job ID held (by prefix)
+//	KEYS[7] owner key prefix: an owner's value is at KEYS[7] .. id, and the
+//	        deaths of its jobs in the hash KEYS[7] .. id .. ':dead'
+//	KEYS[8] owners    list: the owners' IDs, oldest first
 //	ARGV[1] prefix of a job's hash (prefix .. 'job:' .. id), ARGV[2] group,
 //	ARGV[3] MaxTries, ARGV[4] KeepFinished, ARGV[5] MaxOpen
 //
-// then each script's own, from KEYS[7] and ARGV[6]. Every key shares the
+// then each script's own arguments, from ARGV[6]. Every key shares the
 // {prefix} hash tag, so a script also runs on a Redis Cluster.
 const luaCommon = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local STREAM, DELAYED, LEASED, COUNTS, FINISHED, IDS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local OWNER, OWNERS = KEYS[7], KEYS[8]
 local PREFIX, GROUP = ARGV[1], ARGV[2]
 local MAXTRIES, KEEP, MAXOPEN = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local function jobkey(id) return PREFIX .. 'job:' .. id end
@@ -58,6 +62,14 @@ local function finish(id)
     end
   end
 end
+-- bury records, beside its owner, that job id (owner .. '/' .. rest) has
+-- died with reason: the owner's record learns it in the same step.
+local function bury(id, reason)
+  local owner, rest = string.match(id, '^([^/]+)/(.+)$')
+  if owner and redis.call('EXISTS', OWNER .. owner) == 1 then
+    redis.call('HSET', OWNER .. owner .. ':dead', rest, reason)
+  end
+end
 local function prefixed(p)
   return redis.call('ZRANGEBYLEX', IDS, '[' .. p, '[' .. p .. '\255')
 end
@@ -66,9 +78,10 @@ end
 // putScript enqueues jobs and, with an owner (ARGV[6] ~= ”), stores the
 // owner's value at KEYS[7] + id in the same step.
 //
-// KEYS[7] owner key prefix, KEYS[8] the owners' order (a list, oldest first)
 // ARGV[6] owner id (” for none), ARGV[7] its value, ARGV[8] owners kept,
-// then ARGV[9..] id, body pairs.
+// then ARGV[9..] id, body, not-before (unix ms, 0: none) triples. A job not
+// yet due waits in the delayed set, as a failed one does, and goes in the
+// stream when promoteScript finds it due.
 //
 // Owners past the limit are dropped, oldest first, with their jobs (IDs
 // starting with the owner's id and '/'), which makes room for the new jobs.
@@ -79,9 +92,9 @@ var putScript = redis.NewScript(luaCommon + `
 local owner, value, keepOwners = ARGV[6], ARGV[7], tonumber(ARGV[8])
 local victims = {}
 if owner ~= '' then
-  local n = redis.call('LLEN', KEYS[8])
-  if redis.call('EXISTS', KEYS[7] .. owner) == 0 then n = n + 1 end
-  if n > keepOwners then victims = redis.call('LRANGE', KEYS[8], 0, n - keepOwners - 1) end
+  local n = redis.call('LLEN', OWNERS)
+  if redis.call('EXISTS', OWNER .. owner) == 0 then n = n + 1 end
+  if n > keepOwners then victims = redis.call('LRANGE', OWNERS, 0, n - keepOwners - 1) end
 end
 -- First count, write nothing: the open jobs after the victims go, and the new ones.
 local open = count('pending') + count('leased')
@@ -92,7 +105,7 @@ for _, v in ipairs(victims) do
   end
 end
 local new, seen = {}, {}
-for i = 9, #ARGV, 2 do
+for i = 9, #ARGV, 3 do
   local id = ARGV[i]
   if not seen[id] and redis.call('EXISTS', jobkey(id)) == 0 then
     table.insert(new, i)
@@ -101,19 +114,25 @@ for i = 9, #ARGV, 2 do
 end
 if open + #new > MAXOPEN then return {1, open} end
 for _, v in ipairs(victims) do
-  redis.call('LPOP', KEYS[8])
-  redis.call('DEL', KEYS[7] .. v)
+  redis.call('LPOP', OWNERS)
+  redis.call('DEL', OWNER .. v, OWNER .. v .. ':dead')
   for _, id in ipairs(prefixed(v .. '/')) do forget(id) end
 end
 if owner ~= '' then
-  if redis.call('EXISTS', KEYS[7] .. owner) == 0 then redis.call('RPUSH', KEYS[8], owner) end
-  redis.call('SET', KEYS[7] .. owner, value)
+  if redis.call('EXISTS', OWNER .. owner) == 0 then redis.call('RPUSH', OWNERS, owner) end
+  redis.call('SET', OWNER .. owner, value)
 end
 for _, i in ipairs(new) do
-  local id = ARGV[i]
-  local entry = redis.call('XADD', STREAM, '*', 'id', id)
+  local id, notBefore = ARGV[i], tonumber(ARGV[i+2])
+  local entry = ''
+  if notBefore > now then
+    redis.call('ZADD', DELAYED, notBefore, id)
+  else
+    notBefore = 0
+    entry = redis.call('XADD', STREAM, '*', 'id', id)
+  end
   redis.call('HSET', jobkey(id), 'body', ARGV[i+1], 'state', 'pending', 'tries', 0, 'reason', '',
-    'entry', entry, 'not_before', 0, 'lease_until', 0)
+    'entry', entry, 'not_before', notBefore, 'lease_until', 0)
   redis.call('ZADD', IDS, 0, id)
   move(nil, 'pending')
 end
@@ -151,6 +170,7 @@ for i = 7, #ARGV, 2 do
     redis.call('ZREM', LEASED, id)
     drop(entry)
     move('leased', 'dead')
+    bury(id, 'lease_expired')
     finish(id)
   else
     tries = tries + 1
@@ -196,6 +216,7 @@ redis.call('ZREM', LEASED, id)
 if tonumber(j[3]) >= MAXTRIES then
   redis.call('HSET', jobkey(id), 'state', 'dead', 'reason', ARGV[7], 'entry', '')
   move(j[1], 'dead')
+  bury(id, ARGV[7])
   finish(id)
   return 1
 end

@@ -88,11 +88,11 @@ func TestStreamDeadConsumersJobIsClaimed(t *testing.T) {
 	qs := streams(t, redistest.Start(t), 2)
 	const visibility = 300 * time.Millisecond
 	qs[0].Enqueue(ctx, Job{ID: "j1"}, Job{ID: "j2"})
+	leasedAt := time.Now() // the idle time starts inside Lease, after this
 	held, err := qs[0].Lease(ctx, 10, visibility)
 	if err != nil || len(held) != 2 {
 		t.Fatalf("first consumer leased %+v, %v; want both jobs", held, err)
 	}
-	leasedAt := time.Now()
 	// process-0 dies here, holding both.
 	if got, _ := qs[1].Lease(ctx, 10, visibility); len(got) != 0 {
 		t.Fatalf("the other process got %v while the first one's lease ran", got)
@@ -373,4 +373,30 @@ func mustLease(t *testing.T, q *Stream, n int) []Job {
 		t.Fatal(err)
 	}
 	return jobs
+}
+
+// A job enqueued with a NotBefore (a supplier's Retry-After) is not
+// delivered before it, and is delivered once it is due.
+func TestStreamEnqueueHonoursNotBefore(t *testing.T) {
+	ctx := testCtx(t)
+	q := streams(t, redistest.Start(t), 1)[0]
+	const wait = 400 * time.Millisecond
+	notBefore := time.Now().Add(wait)
+	if err := q.Enqueue(ctx, Job{ID: "later", NotBefore: notBefore}, Job{ID: "now"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(mustLease(t, q, 10)); !slices.Equal(got, []string{"now"}) {
+		t.Fatalf("leased at once: %v, want only the job without a NotBefore", got)
+	}
+	var jobs []Job
+	for len(jobs) == 0 && ctx.Err() == nil {
+		if jobs = mustLease(t, q, 10); len(jobs) == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if at := time.Now(); len(jobs) != 1 || jobs[0].ID != "later" || at.Before(notBefore) {
+		t.Fatalf("leased %v at %s before its NotBefore (negative: early), want [later] once due",
+			ids(jobs), at.Sub(notBefore))
+	}
+	wantCounts(t, q, Counts{Leased: 2})
 }

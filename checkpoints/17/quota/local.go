@@ -21,7 +21,7 @@ type Local struct {
 	rate Rate
 
 	mu     sync.Mutex
-	starts map[string][]time.Time // per key, the last rate.N admissions, oldest first
+	starts map[string][]admitted // per key, the admissions of the last window, oldest first
 }
 
 // NewLocal returns a Local quota of limit concurrent calls (limit ≥ 1) and
@@ -33,7 +33,7 @@ func NewLocal(limit int, rate Rate) (*Local, error) {
 	if err := rate.validate(); err != nil {
 		return nil, err
 	}
-	return &Local{sem: semaphore.NewWeighted(int64(limit)), rate: rate, starts: map[string][]time.Time{}}, nil
+	return &Local{sem: semaphore.NewWeighted(int64(limit)), rate: rate, starts: map[string][]admitted{}}, nil
 }
 
 // Acquire takes a slot of the semaphore, waiting in line until ctx ends.
@@ -42,13 +42,26 @@ func (l *Local) Acquire(ctx context.Context) error { return l.sem.Acquire(ctx, 1
 // Release gives a slot back; it panics without a matching Acquire.
 func (l *Local) Release() { l.sem.Release(1) }
 
+// admitted is one call let through: when, and what it cost.
+type admitted struct {
+	at   time.Time
+	cost int
+}
+
 // Wait admits one call to key within the rate (see Quota).
-func (l *Local) Wait(ctx context.Context, key string) error {
+func (l *Local) Wait(ctx context.Context, key string) error { return l.WaitN(ctx, key, 1) }
+
+// WaitN admits one call of cost to key within the rate (see Quota).
+func (l *Local) WaitN(ctx context.Context, key string, cost int) error {
 	if l.rate.Unlimited() {
 		return nil
 	}
+	cost = max(cost, 1)
+	if cost > l.rate.N {
+		return ErrRateLimited // more than the whole window holds
+	}
 	for {
-		wait, err := l.allow(key, time.Now())
+		wait, err := l.allow(key, cost, time.Now())
 		if err != nil || wait == 0 {
 			return err
 		}
@@ -61,8 +74,9 @@ func (l *Local) Wait(ctx context.Context, key string) error {
 	}
 }
 
-// allow admits one call to key at now (0), or says how long until one fits.
-func (l *Local) allow(key string, now time.Time) (time.Duration, error) {
+// allow admits one call of cost (≤ rate.N) to key at now (0), or says how
+// long until it fits.
+func (l *Local) allow(key string, cost int, now time.Time) (time.Duration, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	starts, known := l.starts[key]
@@ -72,19 +86,28 @@ func (l *Local) allow(key string, now time.Time) (time.Duration, error) {
 			return 0, errors.New("quota: too many rate keys in use at once")
 		}
 	}
-	if len(starts) == l.rate.N {
-		if wait := starts[0].Add(l.rate.Per).Sub(now); wait > 0 {
-			return wait, nil
-		}
-		starts = starts[1:]
+	used := 0
+	for len(starts) > 0 && now.Sub(starts[0].at) >= l.rate.Per {
+		starts = starts[1:] // out of the window
 	}
-	l.starts[key] = append(starts, now)
+	for _, a := range starts {
+		used += a.cost
+	}
+	if used+cost > l.rate.N {
+		for _, a := range starts { // the oldest leave first
+			if used -= a.cost; used+cost <= l.rate.N {
+				l.starts[key] = starts
+				return a.at.Add(l.rate.Per).Sub(now), nil
+			}
+		}
+	}
+	l.starts[key] = append(starts, admitted{now, cost})
 	return 0, nil
 }
 
 func (l *Local) forgetIdle(now time.Time) {
 	for key, starts := range l.starts {
-		if now.Sub(starts[len(starts)-1]) >= l.rate.Per {
+		if len(starts) == 0 || now.Sub(starts[len(starts)-1].at) >= l.rate.Per {
 			delete(l.starts, key)
 		}
 	}

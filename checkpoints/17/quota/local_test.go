@@ -93,3 +93,22 @@ func TestParseRate(t *testing.T) {
 		}
 	}
 }
+
+// Local weighs calls too: a cost rate in one process.
+func TestLocalWeightedRate(t *testing.T) {
+	l := newLocal(t, 6, quota.Rate{N: 100, Per: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := l.WaitN(ctx, "boreal", 60); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitN(ctx, "boreal", 60); !errors.Is(err, quota.ErrRateLimited) {
+		t.Errorf("cost 60 after 60 of 100: %v, want ErrRateLimited", err)
+	}
+	if err := l.WaitN(ctx, "boreal", 40); err != nil {
+		t.Errorf("cost 40 after 60 of 100: %v, want admitted", err)
+	}
+	if err := l.WaitN(ctx, "atlas", 101); !errors.Is(err, quota.ErrRateLimited) {
+		t.Errorf("cost 101 in a window of 100: %v, want ErrRateLimited at once", err)
+	}
+}

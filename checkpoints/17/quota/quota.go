@@ -29,8 +29,12 @@ type Quota interface {
 	Release()
 	// Wait returns nil when one more call to key fits in key's rate. When
 	// the first free moment is past ctx's deadline it returns ErrRateLimited
-	// at once; when ctx ends first, ctx's error.
+	// at once; when ctx ends first, ctx's error. It is WaitN with cost 1.
 	Wait(ctx context.Context, key string) error
+	// WaitN is Wait for a call that weighs cost (≥ 1) in key's rate: the
+	// rate then bounds the cost admitted per window, not the calls. A cost
+	// larger than the whole rate never fits: ErrRateLimited at once.
+	WaitN(ctx context.Context, key string, cost int) error
 }
 
 var (
@@ -41,8 +45,9 @@ var (
 	ErrRateLimited = errors.New("quota: no room in the rate quota before the deadline")
 )
 
-// Rate is a rate quota: at most N calls start in any window of length Per.
-// The zero Rate is no rate quota at all.
+// Rate is a rate quota: at most N units of cost start in any window of
+// length Per; a call costs 1 (Wait) or what WaitN says, so N counts calls or,
+// say, the units ordered. The zero Rate is no rate quota at all.
 type Rate struct {
 	N   int
 	Per time.Duration

@@ -126,3 +126,54 @@ func TestRedisWaitHonoursTheDeadline(t *testing.T) {
 		t.Errorf("the 6th call to boreal waited %s, want most of a window (it came within 200 ms of the first 5)", took)
 	}
 }
+
+// A weighted rate bounds the cost admitted per window, over every process:
+// two orders of 60 units do not fit in 100 where two calls would, a 40 still
+// does, and an order larger than the whole window never gets in.
+func TestRedisWeightedRateBoundsTheCostAcrossProcesses(t *testing.T) {
+	s := startRedis(t)
+	qs := processes(t, s.URL(), 3, quota.RedisConfig{Rate: quota.Rate{N: 100, Per: time.Minute}})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	short := func() context.Context {
+		c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		t.Cleanup(cancel)
+		return c
+	}
+	if err := qs[0].WaitN(ctx, "boreal", 60); err != nil {
+		t.Fatalf("process 0, cost 60 of an empty window of 100: %v", err)
+	}
+	if err := qs[1].WaitN(short(), "boreal", 60); !errors.Is(err, quota.ErrRateLimited) {
+		t.Errorf("process 1, cost 60 after 60 of 100: %v, want ErrRateLimited (the window frees in a minute)", err)
+	}
+	if err := qs[2].WaitN(ctx, "boreal", 40); err != nil {
+		t.Errorf("process 2, cost 40 after 60 of 100: %v, want admitted", err)
+	}
+	if err := qs[1].Wait(short(), "boreal"); !errors.Is(err, quota.ErrRateLimited) {
+		t.Errorf("process 1, one call with 100 of 100 used: %v, want ErrRateLimited", err)
+	}
+	if err := qs[1].WaitN(ctx, "atlas", 101); !errors.Is(err, quota.ErrRateLimited) {
+		t.Errorf("cost 101 in a window of 100: %v, want ErrRateLimited at once", err)
+	}
+}
+
+// A call that does not fit waits until enough cost has left the window.
+func TestRedisWeightedWaitEndsWhenTheCostLeaves(t *testing.T) {
+	s := startRedis(t)
+	const per = 300 * time.Millisecond
+	qs := processes(t, s.URL(), 2, quota.RedisConfig{Rate: quota.Rate{N: 100, Per: per}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := qs[0].WaitN(ctx, "boreal", 60); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := qs[1].WaitN(ctx, "boreal", 60); err != nil {
+		t.Fatalf("the second 60 should get in once the first leaves the window: %v", err)
+	}
+	// Redis admitted the first before start: the second cannot be admitted
+	// until per after that, less the moment between the two (a lower bound).
+	if waited := time.Since(start); waited < per-50*time.Millisecond {
+		t.Errorf("the second 60 got in after %v, before the first had left the %v window", waited, per)
+	}
+}

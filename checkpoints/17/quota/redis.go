@@ -261,17 +261,21 @@ func (q *Redis) renew() {
 
 // Wait admits one call to key within the rate (see Quota). With the zero
 // Rate it returns nil at once.
-func (q *Redis) Wait(ctx context.Context, key string) error {
+func (q *Redis) Wait(ctx context.Context, key string) error { return q.WaitN(ctx, key, 1) }
+
+// WaitN admits one call of cost to key within the rate (see Quota): one
+// script both weighs the window and adds the call.
+func (q *Redis) WaitN(ctx context.Context, key string, cost int) error {
 	if q.rate.Unlimited() {
 		return nil
 	}
 	id := q.newID()
 	for {
-		ok, wait, err := q.allow(ctx, key, id)
+		ok, wait, err := q.allow(ctx, key, id, cost)
 		if err != nil || ok {
 			return err
 		}
-		if !fits(ctx, wait) {
+		if wait < 0 || !fits(ctx, wait) {
 			return ErrRateLimited
 		}
 		// A little jitter, so the waiters for one free moment do not all
@@ -288,14 +292,19 @@ func (q *Redis) Allow(ctx context.Context, key string) (ok bool, retryAfter time
 	if q.rate.Unlimited() {
 		return true, 0, nil
 	}
-	return q.allow(ctx, key, q.newID())
+	return q.allow(ctx, key, q.newID(), 1)
 }
 
-func (q *Redis) allow(ctx context.Context, key, id string) (bool, time.Duration, error) {
+// allow runs the rate script once for a call of cost: ok, or how long until
+// it could fit (negative: never, its cost is more than the rate).
+func (q *Redis) allow(ctx context.Context, key, id string, cost int) (bool, time.Duration, error) {
+	if cost < 1 {
+		cost = 1
+	}
 	op, cancel := context.WithTimeout(ctx, q.opTimeout)
 	defer cancel()
 	us, err := rateScript.Run(op, q.rdb, []string{q.prefix + "rate:" + key},
-		q.rate.N, q.rate.Per.Microseconds(), id).Int64()
+		q.rate.N, q.rate.Per.Microseconds(), id, cost).Int64()
 	if err != nil {
 		return false, 0, q.unavailable(ctx, err)
 	}

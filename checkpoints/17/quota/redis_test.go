@@ -3,8 +3,12 @@ package quota_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"quoteflowlab.dev/checkpoints/17/quota"
 )
@@ -137,5 +141,26 @@ func TestRedisOutageFailsClosedAndRecovers(t *testing.T) {
 	release()
 	if !tryAcquire(t, qs[0], time.Second) {
 		t.Error("process 0 cannot acquire after the outage")
+	}
+}
+
+// A lease no script wrote (its expiry +inf, or far beyond now + TTL: a
+// hand-made member, a clock far ahead) is not a slot held for ever: the
+// next acquisition drops it, and all 6 slots are there.
+func TestRedisLeaseBeyondTheTTLIsExpired(t *testing.T) {
+	s := startRedis(t)
+	qs := processes(t, s.URL(), 1, quota.RedisConfig{Limit: 6})
+	rdb := client(t, s.URL())
+	ctx := context.Background()
+	far := float64(time.Now().Add(24 * time.Hour).UnixMilli())
+	for i, score := range []float64{math.Inf(1), far} {
+		if err := rdb.ZAdd(ctx, "{quoteflow}:leases", redis.Z{Score: score, Member: fmt.Sprint("stuck-", i)}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release := holdN(t, qs[0], 6)
+	defer release()
+	if n := rdb.ZCard(ctx, "{quoteflow}:leases").Val(); n != 6 {
+		t.Errorf("the lease set holds %d members with 6 slots taken, want 6: the stuck ones stayed", n)
 	}
 }

@@ -18,7 +18,7 @@ var ErrNoStore = errors.New("quoteflow: baskets need a store and a queue (Config
 type BasketPolicy struct {
 	Deadline    time.Duration                           // the whole basket answers by then (default 2 s)
 	CallTimeout time.Duration                           // one supplier call (default 1 s)
-	MaxAttempts int                                     // per supplier and line, first included (default 3)
+	MaxAttempts int                                     // per supplier and line, first included (default BasketRetry's 3)
 	BackoffBase time.Duration                           // full jitter: retry k waits up to min(cap, base·2^(k-1)) (default 50 ms)
 	BackoffCap  time.Duration                           // (default 500 ms)
 	Jitter      func(limit time.Duration) time.Duration // nil: uniform random (tests pass their own)
@@ -36,24 +36,26 @@ func (p BasketPolicy) withDefaults() BasketPolicy {
 	}
 	def(&p.Deadline, 2*time.Second)
 	def(&p.CallTimeout, time.Second)
-	def(&p.BackoffBase, 50*time.Millisecond)
-	def(&p.BackoffCap, 500*time.Millisecond)
+	def(&p.BackoffBase, BasketRetry.BackoffBase)
+	def(&p.BackoffCap, BasketRetry.BackoffCap)
 	def(&p.Visibility, 10*time.Second)
 	def(&p.RetryDelay, 250*time.Millisecond)
 	def(&p.PollEvery, 100*time.Millisecond)
 	if p.MaxAttempts <= 0 {
-		p.MaxAttempts = 3
+		p.MaxAttempts = BasketRetry.MaxAttempts
 	}
 	return p
 }
 
 // options are the fanout options of one run with deadline, on the service's
 // one outbound limiter: baskets, compensation and single quotes share it.
+// BasketRetry decides what is retried (policy.go); no call starts with less
+// than the floor left, as in a single quote.
 func (s *Service) options(deadline time.Duration) fanout.Options {
 	p := s.basket
 	lim := s.outbound
-	return fanout.Options{Limiter: lim, Deadline: deadline, CallTimeout: p.CallTimeout,
-		MaxAttempts: p.MaxAttempts, BackoffBase: p.BackoffBase, BackoffCap: p.BackoffCap, Jitter: p.Jitter}
+	return fanout.Options{Limiter: lim, Deadline: deadline, CallTimeout: p.CallTimeout, Floor: s.minAttempt,
+		MaxAttempts: p.MaxAttempts, Classify: BasketRetry.Retry, BackoffBase: p.BackoffBase, BackoffCap: p.BackoffCap, Jitter: p.Jitter}
 }
 
 // Basket validates req (ErrInvalid naming items[i].field, before any supplier

@@ -113,6 +113,20 @@ func (l *BasketLine) rank() {
 	}
 }
 
+// bury settles supplier's queued failure on line index as dead, with the
+// queue's last reason: the queue has given up on it. It reports whether the
+// line was still waiting.
+func (b *Basket) bury(index int, supplier, reason string) bool {
+	if !b.queuedFailure(index, supplier) {
+		return false
+	}
+	i := slices.IndexFunc(b.Items[index].Failures, func(f LineFailure) bool { return f.Supplier == supplier })
+	f := b.Items[index].Failures[i]
+	f.Queued, f.Dead, f.Code = false, true, Code(reason)
+	b.settle(index, supplier, nil, &f)
+	return true
+}
+
 // queuedFailure reports whether line index still waits for supplier from the queue.
 func (b *Basket) queuedFailure(index int, supplier string) bool {
 	if index < 0 || index >= len(b.Items) {

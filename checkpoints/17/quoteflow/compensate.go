@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"quoteflowlab.dev/checkpoints/17/fanout"
@@ -74,14 +75,28 @@ func (s *Service) CompensateOnce(ctx context.Context) (int, error) {
 		todo, tasks = append(todo, j), append(tasks, c)
 		calls = append(calls, s.supplierJob(c.Supplier, q, c.RequestID))
 	}
-	// Each pass ends well within the lease, so no job is delivered twice while it runs.
-	results := fanout.Run(ctx, calls, s.options(s.basket.Visibility/2))
-	for i, r := range results {
-		if err := s.finish(ctx, todo[i], tasks[i], r); err != nil {
-			return len(jobs), err
+	// Each pass ends well within the lease, so no job is delivered twice while
+	// it runs. Each job is recorded the moment it ends, not when the slowest
+	// of the batch does: a worker killed mid-pass loses only the calls still
+	// running, never an answer it already had (which would be asked again).
+	opts := s.options(s.basket.Visibility / 2)
+	errs := make([]error, len(calls))
+	panics := make([]any, len(calls))
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() {
+			defer catchPanic(&panics[i])
+			r := fanout.Run(ctx, calls[i:i+1], opts)[0]
+			errs[i] = s.finish(ctx, todo[i], tasks[i], r)
+		})
+	}
+	wg.Wait()
+	for _, p := range panics {
+		if p != nil {
+			panic(p)
 		}
 	}
-	return len(jobs), nil
+	return len(jobs), errors.Join(errs...)
 }
 
 // finish writes one compensation result to its basket and the queue, and
@@ -107,6 +122,9 @@ func (s *Service) record(ctx context.Context, j queue.Job, c compensation, r fan
 		if err != nil || !dead {
 			return err
 		}
+		// The stores settle a dead job's line in the queue's own transaction
+		// (or script), so this finds it settled and changes nothing; it
+		// covers a queue and store that do not.
 		return s.settle(ctx, c, nil, &LineFailure{Supplier: c.Supplier, Code: Code(r.Code), Attempts: r.Attempts,
 			ElapsedMS: millis(r.Elapsed), Dead: true})
 	}

@@ -321,3 +321,54 @@ func TestTheRedisStoreUpdatesAtomicallyAndIsBounded(t *testing.T) {
 		t.Errorf("Update of a dropped basket = %v, want ErrNoBasket", err)
 	}
 }
+
+// On Redis as on bbolt: workers killed on each of a job's tries (they never
+// report) leave it leased; when its last lease runs out the job is dead, and
+// the script that says so settles its basket line: dead with lease_expired,
+// pending 0. A job whose last try fails is settled the same way by Fail's.
+func TestADeadStreamJobSettlesItsBasketLine(t *testing.T) {
+	s := redistest.Start(t)
+	p := redisProcess(t, s.URL(), newFake(map[string]reply{"boreal": status(503)}), quota.RedisConfig{Limit: 6}, Config{})
+	ctx := testCtx(t)
+	b, err := p.svc.Basket(ctx, lines(2))
+	if err != nil || b.Pending != 2 {
+		t.Fatalf("basket %+v, %v; want boreal queued on both lines", b, err)
+	}
+	const lease = 50 * time.Millisecond
+	for try := 1; try <= queue.DefaultMaxTries; try++ {
+		var jobs []queue.Job
+		for len(jobs) < 2 && ctx.Err() == nil { // each delivery's worker dies before it reports
+			more, err := p.queue.Lease(ctx, 10, lease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs = append(jobs, more...)
+			time.Sleep(lease)
+		}
+		if try == queue.DefaultMaxTries { // line 1's job: its last try fails, reported
+			if dead, err := p.queue.Fail(ctx, b.ID+"/1/boreal", "http_503", 0); err != nil || !dead {
+				t.Fatalf("Fail on the last try = %v, %v; want dead", dead, err)
+			}
+		}
+	}
+	time.Sleep(2 * lease)
+	if jobs, err := p.queue.Lease(ctx, 10, lease); err != nil || len(jobs) != 0 {
+		t.Fatalf("after the last lease ran out: %d jobs, %v; want none (dead)", len(jobs), err)
+	}
+	got, err := p.svc.GetBasket(ctx, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, reason := range []Code{"lease_expired", "http_503"} {
+		f, _ := failureOf(got.Items[i], "boreal")
+		if !f.Dead || f.Queued || f.Code != reason {
+			t.Errorf("line %d: boreal %+v, want dead with reason %s", i, f, reason)
+		}
+	}
+	if got.Pending != 0 {
+		t.Errorf("pending %d, want 0", got.Pending)
+	}
+	if c, _ := p.queue.Counts(ctx); c.Dead != 2 {
+		t.Errorf("queue %+v, want 2 dead", c)
+	}
+}

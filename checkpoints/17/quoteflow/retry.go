@@ -6,21 +6,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"net/url"
 	"syscall"
 	"time"
-)
-
-// maxAttempts bounds the calls to one supplier for one quote: one retry at most.
-// Three suppliers can cost at most six calls, never more.
-const maxAttempts = 2
-
-// The pause before the second attempt: 20 ms plus up to 10 ms of jitter, so
-// quotes that failed together do not all come back together.
-const (
-	backoffBase   = 20 * time.Millisecond
-	backoffJitter = 10 * time.Millisecond
 )
 
 // transientErrors are the transport failures worth a second try of this
@@ -35,7 +23,8 @@ var transientErrors = append([]error{
 	io.ErrUnexpectedEOF,  // the connection closed in the middle of the answer
 }, platformTransientErrors...)
 
-// withRetry asks one supplier at most maxAttempts times, with the same
+// withRetry asks one supplier at most QuoteRetry.MaxAttempts times (two:
+// three suppliers cost at most six calls), with the same
 // X-Request-ID each time. attempt has returned its outbound slot before the
 // pause, so a supplier waiting to retry never keeps a healthy one waiting in
 // line. The pause is paid from the quote's budget: when the budget left after
@@ -49,7 +38,7 @@ func (s *Service) withRetry(ctx context.Context, supplier string, req QuoteReque
 		if o.code == CodeNoBudget && n > 1 {
 			return last // the supplier was asked: report what it said
 		}
-		if n == maxAttempts || !retryable(o) {
+		if n == QuoteRetry.MaxAttempts || !retryable(o) {
 			return o
 		}
 		wait := backoff()
@@ -63,15 +52,15 @@ func (s *Service) withRetry(ctx context.Context, supplier string, req QuoteReque
 	}
 }
 
-// retryable: a 503, or a transport error that is transient. Invalid data
-// (bad gzip included), 404 and every other status are final: asking again
-// would get the same answer. So are our own deadline and program errors.
+// retryable: what QuoteRetry says of a supplier's failure (a 503, or a
+// transport error that is transient). Invalid data (bad gzip included), 404
+// and every other status are final: asking again would get the same answer.
+// So are our own deadline, a call never made, and program errors.
 func retryable(o outcome) bool {
-	if o.err != nil {
+	if o.err != nil || o.code == CodeTimeout || o.code == CodeNoBudget {
 		return false
 	}
-	return o.code == HTTPCode(http.StatusServiceUnavailable) ||
-		(o.code == CodeTransportError && isTransient(o.cause))
+	return QuoteRetry.Retry(o.asError()).Retry
 }
 
 // isTransient reports whether err is on the transientErrors list or is a
@@ -91,8 +80,10 @@ func isTransient(err error) bool {
 	return errors.As(err, &nerr) && nerr.Timeout()
 }
 
+// backoff is QuoteRetry's pause: uniform in [BackoffBase, BackoffCap], so
+// quotes that failed together do not all come back together.
 func backoff() time.Duration {
-	return backoffBase + rand.N(backoffJitter+1)
+	return QuoteRetry.BackoffBase + rand.N(QuoteRetry.BackoffCap-QuoteRetry.BackoffBase+1)
 }
 
 // pause waits for d, or returns ctx's error if ctx ends first.

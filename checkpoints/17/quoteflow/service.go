@@ -57,10 +57,14 @@ type Config struct {
 	Limiter fanout.Limiter
 	// Quota, when set, replaces Limiter: its Acquire and Release bound the
 	// supplier calls in flight (quota.Redis: for every process sharing it),
-	// and its Wait(ctx, supplier) is asked before each request to that
-	// supplier, once the slot is held. Set Limiter or Quota, not both.
-	Quota  quota.Quota
-	Basket BasketPolicy // zero fields take their defaults (basket.go)
+	// and its WaitN(ctx, supplier, cost) is asked before each request to
+	// that supplier, once the slot is held. Set Limiter or Quota, not both.
+	Quota quota.Quota
+	// RateByQuantity weighs each call in the rate quota by its order's
+	// quantity, the cost a supplier that limits units per window counts (as
+	// model APIs count tokens); false: every call weighs 1, a quota of calls.
+	RateByQuantity bool
+	Basket         BasketPolicy // zero fields take their defaults (basket.go)
 	// Store and Queue keep baskets and their compensation jobs; nil: baskets
 	// are refused with ErrNoStore. cmd/quoteflow opens both in --data DIR.
 	Store  BasketStore
@@ -78,7 +82,8 @@ type Service struct {
 	active        atomic.Int64   // inbound slots taken (admission.go)
 	outbound      fanout.Limiter // one shared line for every supplier call, quotes and baskets
 	outboundInUse atomic.Int64
-	rate          quota.Quota // its Wait before each supplier request; nil: no rate quota
+	rate          quota.Quota // its WaitN before each supplier request; nil: no rate quota
+	rateByQty     bool        // a call weighs its quantity in the rate quota, not 1
 	minAttempt    time.Duration
 	basket        BasketPolicy
 	store         BasketStore
@@ -122,6 +127,7 @@ func New(cfg Config) (*Service, error) {
 		queue:        cfg.Queue,
 		logger:       cmp.Or(cfg.Logger, slog.Default()),
 		rate:         cfg.Quota,
+		rateByQty:    cfg.RateByQuantity,
 	}
 	s.outbound = &countedLimiter{Limiter: limiter, inUse: &s.outboundInUse}
 	return s, nil

@@ -66,7 +66,36 @@ func NewBoltStore(db *bolt.DB, q *queue.Bolt, maxBaskets int) (*BoltStore, error
 	if maxBaskets <= 0 {
 		maxBaskets = DefaultMaxBaskets
 	}
-	return &BoltStore{db: db, queue: q, maxBaskets: maxBaskets}, nil
+	s := &BoltStore{db: db, queue: q, maxBaskets: maxBaskets}
+	q.OnDeadTx(s.buryTx)
+	return s, nil
+}
+
+// buryTx settles the basket line of a compensation job that has just died,
+// in the transaction in which the queue marks it dead: a crash right after
+// cannot leave the line queued for ever.
+func (s *BoltStore) buryTx(tx *bolt.Tx, j queue.Job) error {
+	var c compensation
+	if err := json.Unmarshal(j.Body, &c); err != nil || c.BasketID == "" {
+		return nil // not a basket's job
+	}
+	bucket := tx.Bucket(bucketBaskets)
+	v := bucket.Get([]byte(c.BasketID))
+	if v == nil {
+		return nil // its basket is gone
+	}
+	var b Basket
+	if err := json.Unmarshal(v, &b); err != nil {
+		return err
+	}
+	if !b.bury(c.Index, c.Supplier, j.LastReason) {
+		return nil
+	}
+	v, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	return bucket.Put([]byte(c.BasketID), v)
 }
 
 // Put stores b and enqueues jobs in one transaction, in which it also drops

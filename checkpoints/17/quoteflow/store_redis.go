@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -61,16 +63,39 @@ func unavailable(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 }
 
+// Get reads the basket and the deaths of its jobs, which the queue records
+// beside it in the script that marks a job dead, and settles those lines.
 func (s *RedisStore) Get(ctx context.Context, id string) (Basket, error) {
-	v, err := s.rdb.Get(ctx, s.queue.OwnerKey(id)).Bytes()
-	if errors.Is(err, redis.Nil) {
+	b, err := s.read(ctx, s.rdb, id)
+	return b, unavailable(ctx, err)
+}
+
+// read is Get on c (the client, or a transaction watching the keys).
+func (s *RedisStore) read(ctx context.Context, c redis.Cmdable, id string) (Basket, error) {
+	var value *redis.StringCmd
+	var dead *redis.MapStringStringCmd
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		value = p.Get(ctx, s.queue.OwnerKey(id))
+		dead = p.HGetAll(ctx, s.queue.DeadKey(id))
+		return nil
+	})
+	if errors.Is(value.Err(), redis.Nil) {
 		return Basket{}, ErrNoBasket
 	}
 	if err != nil {
-		return Basket{}, unavailable(ctx, err)
+		return Basket{}, err
 	}
 	var b Basket
-	return b, json.Unmarshal(v, &b)
+	if err := json.Unmarshal([]byte(value.Val()), &b); err != nil {
+		return Basket{}, err
+	}
+	for line, reason := range dead.Val() { // "index/supplier" → the job's last reason
+		i, supplier, _ := strings.Cut(line, "/")
+		if index, err := strconv.Atoi(i); err == nil {
+			b.bury(index, supplier, reason)
+		}
+	}
+	return b, nil
 }
 
 // Update is one read-modify-write, optimistic: it WATCHes the basket, and
@@ -79,21 +104,14 @@ func (s *RedisStore) Get(ctx context.Context, id string) (Basket, error) {
 func (s *RedisStore) Update(ctx context.Context, id string, change func(*Basket) bool) error {
 	key := s.queue.OwnerKey(id)
 	apply := func(tx *redis.Tx) error {
-		v, err := tx.Get(ctx, key).Bytes()
-		if errors.Is(err, redis.Nil) {
-			return ErrNoBasket
-		}
+		b, err := s.read(ctx, tx, id)
 		if err != nil {
-			return err
-		}
-		var b Basket
-		if err := json.Unmarshal(v, &b); err != nil {
 			return err
 		}
 		if !change(&b) {
 			return nil
 		}
-		v, err = json.Marshal(b)
+		v, err := json.Marshal(b)
 		if err != nil {
 			return err
 		}
@@ -104,7 +122,7 @@ func (s *RedisStore) Update(ctx context.Context, id string, change func(*Basket)
 		return err
 	}
 	for range maxUpdateTries {
-		err := s.rdb.Watch(ctx, apply, key)
+		err := s.rdb.Watch(ctx, apply, key, s.queue.DeadKey(id))
 		if !errors.Is(err, redis.TxFailedErr) {
 			return unavailable(ctx, err)
 		}

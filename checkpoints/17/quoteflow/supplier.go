@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"quoteflowlab.dev/checkpoints/17/fanout"
@@ -56,14 +57,23 @@ func (s *Service) attempt(ctx context.Context, supplier string, req QuoteRequest
 
 // exchange is one GET to supplier with left as its budget, the slot already
 // held. With a rate quota, it first waits for room for one more request to
-// supplier (all processes sharing the quota together).
+// supplier (all processes sharing the quota together), weighing rateCost,
+// and makes no call when that room comes with less than the floor left.
 func (s *Service) exchange(ctx context.Context, supplier string, req QuoteRequest, id string, left time.Duration) outcome {
 	if s.rate != nil {
-		switch err := s.rate.Wait(ctx, supplier); {
+		// The floor holds after the wait too: room that comes with less than
+		// the floor left is no room, so the wait ends the floor early.
+		waitCtx, cancel := ctx, context.CancelFunc(func() {})
+		if d, ok := ctx.Deadline(); ok {
+			waitCtx, cancel = context.WithDeadline(ctx, d.Add(-s.minAttempt))
+		}
+		err := s.rate.WaitN(waitCtx, supplier, s.rateCost(req))
+		cancel()
+		switch {
 		case errors.Is(err, quota.ErrUnavailable) && ctx.Err() == nil:
 			return failed(CodeQuotaUnavailable, err)
-		case errors.Is(err, quota.ErrRateLimited):
-			return failed(CodeRateLimited, err)
+		case errors.Is(err, quota.ErrRateLimited), err != nil && ctx.Err() == nil:
+			return failed(CodeRateLimited, quota.ErrRateLimited) // no room while a call could still finish
 		case err != nil:
 			return failed(CodeTimeout, err) // the deadline passed while waiting for the rate
 		}
@@ -99,9 +109,19 @@ func (s *Service) exchange(ctx context.Context, supplier string, req QuoteReques
 	return outcome{quote: q}
 }
 
+// rateCost is what one call for req weighs in the rate quota: its quantity
+// with Config.RateByQuantity, else 1.
+func (s *Service) rateCost(req QuoteRequest) int {
+	if s.rateByQty {
+		return max(req.Quantity, 1)
+	}
+	return 1
+}
+
 func (s *Service) newRequest(ctx context.Context, supplier string, req QuoteRequest, id string, left time.Duration) (*http.Request, error) {
 	u := s.providerURL.JoinPath("quotes", supplier)
-	u.RawQuery = url.Values{"sku": {req.SKU}, "scenario": {req.Scenario}}.Encode()
+	// qty is the order's quantity: what a supplier that limits cost counts.
+	u.RawQuery = url.Values{"sku": {req.SKU}, "scenario": {req.Scenario}, "qty": {strconv.Itoa(req.Quantity)}}.Encode()
 	r, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("quoteflow: cannot build the request to %s: %w", supplier, err)

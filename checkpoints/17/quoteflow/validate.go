@@ -17,7 +17,7 @@ const MaxBodyBytes = 4 << 10
 
 // Scenarios are the provider lab's scenario names a request may ask for.
 var Scenarios = []string{"normal", "slow", "broken", "malformed", "flaky", "gzip", "reset", "mismatch",
-	"ratelimited", "outage"}
+	"ratelimited", "outage", "costlimited"}
 
 // ErrInvalid is wrapped by every validation error: errors.Is(err, ErrInvalid).
 var ErrInvalid = errors.New("invalid quote request")

@@ -70,6 +70,10 @@ type Lesson struct {
 	Title  string        // working title; the page's heading wins when present
 	Task   string        // what its exercise asks, in one line
 	Method report.Method // how the exercise is graded
+	// Redis: lab check starts one redis-server for the whole check and
+	// gives every run of the answer an empty database of its own on it
+	// (LAB_REDIS_URL), instead of each run starting a server.
+	Redis bool
 }
 
 // Lessons is the course manifest: the lessons that have an exercise, in
@@ -94,7 +98,7 @@ var Lessons = []Lesson{
 		Method: report.Mutants},
 	{Number: 17, Title: "Many processes, one quota",
 		Task:   "three processes share one limit; a killed process's slots come back; Redis gone fails closed",
-		Method: report.Mutants},
+		Method: report.Mutants, Redis: true},
 }
 
 // Exercise is the exercise's name, "E14".

@@ -104,12 +104,15 @@ type Report struct {
 	Repeat        int      `json:"repeat,omitempty"` // runs per build with --repeat
 	Notes         []string `json:"notes,omitempty"`  // re-runs and other things worth knowing
 	ElapsedMS     int64    `json:"elapsed_ms"`
-	Timings       *Timings `json:"timings,omitempty"` // where the time went (mutants; E15: the whole grading)
+	// BuildMS: mutants, the wall time of building the answer (the schema
+	// build, and any mutant or wheat built on its own), before any run.
+	BuildMS int64    `json:"build_ms,omitempty"`
+	Timings *Timings `json:"timings,omitempty"` // where the time went (mutants; E15: the whole grading)
 }
 
 // Timings says where a check's time went, step by step, in the order the
 // steps ended: each build, each run of the answer (re-runs included), and
-// each wait of a run for its turn (two run at once).
+// each wait of a run for its turn.
 type Timings struct {
 	Steps []Step `json:"steps"`
 }
@@ -146,6 +149,9 @@ type Prop struct {
 	Status   string `json:"status"`
 	Detail   string `json:"detail,omitempty"`
 	PassRate string `json:"pass_rate,omitempty"` // with --repeat: runs that exited 0, "2/5"
+	// ElapsedMS: mutants and wheats, the wall time of this build's runs
+	// (re-runs included), from the first run's start to the last one's end.
+	ElapsedMS int64 `json:"elapsed_ms,omitempty"`
 }
 
 // Score is the mutation score: how many mutants the answer caught.

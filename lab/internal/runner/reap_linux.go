@@ -99,8 +99,11 @@ func sweep(run *tracked) int {
 	killed := map[int]bool{}
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
-		live.mu.Lock()
+		// Read /proc without the lock (it is slow on a loaded machine), then
+		// decide under it: a child started meanwhile held the lock from
+		// before its fork until it was registered, so it is known by now.
 		all := procs()
+		live.mu.Lock()
 		children := map[int][]int{}
 		for _, p := range all {
 			children[p.ppid] = append(children[p.ppid], p.pid)

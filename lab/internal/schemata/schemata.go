@@ -6,10 +6,11 @@
 // serves the correct checkpoint and every mutant and wheat, and a re-check
 // after an edit of the answer costs one link instead of one per mutant.
 //
-// Only edits inside function bodies qualify: a change to a declaration
-// outside a function, to a signature, to a generic function or to init
-// cannot be switched at run time, so such an edit is left for a build of
-// its own (Generate returns it, with the reason).
+// Only edits inside function bodies qualify (generic functions included:
+// their dispatcher passes its type parameters on): a change to a
+// declaration outside a function, to a signature or to init cannot be
+// switched at run time, so such an edit is left for a build of its own
+// (Generate returns it, with the reason).
 //
 // The variable's name, the value that selects each version and the names
 // of the versions are derived from a secret key, so an answer cannot tell
@@ -224,8 +225,6 @@ func changed(orig, ed *parsed) (funcs []string, imports []*ast.ImportSpec, why s
 		switch {
 		case orig.print(of.Type) != ed.print(ef.Type) || orig.print(of.Recv) != ed.print(ef.Recv):
 			return nil, nil, "it changes the signature of " + key
-		case of.Type.TypeParams != nil || strings.Contains(key, "[]"):
-			return nil, nil, "it changes generic function " + key
 		case of.Recv == nil && of.Name.Name == "init":
 			return nil, nil, "it changes an init function"
 		}
@@ -405,7 +404,25 @@ func dispatcher(p *parsed, fd *ast.FuncDecl, cases map[string]string) string {
 			}
 		}
 	}
-	fmt.Fprintf(&b, "%s(%s)", fd.Name.Name, strings.Join(params, ", "))
+	// A generic function's dispatcher has its type parameters and passes
+	// them on explicitly (a method of a generic type gets them from its
+	// receiver, printed as is).
+	typeArgs := ""
+	if tp := fd.Type.TypeParams; tp != nil && len(tp.List) > 0 {
+		var decl, names []string
+		for _, f := range tp.List {
+			var fn []string
+			for _, n := range f.Names {
+				fn = append(fn, n.Name)
+			}
+			decl = append(decl, strings.Join(fn, ", ")+" "+p.print(f.Type))
+			names = append(names, fn...)
+		}
+		fmt.Fprintf(&b, "%s[%s](%s)", fd.Name.Name, strings.Join(decl, ", "), strings.Join(params, ", "))
+		typeArgs = "[" + strings.Join(names, ", ") + "]"
+	} else {
+		fmt.Fprintf(&b, "%s(%s)", fd.Name.Name, strings.Join(params, ", "))
+	}
 	switch len(results) {
 	case 0:
 	case 1:
@@ -420,7 +437,7 @@ func dispatcher(p *parsed, fd *ast.FuncDecl, cases map[string]string) string {
 	}
 	slices.Sort(tokens) // random order: the tokens are keyed
 	call := func(suffix string) string {
-		return fmt.Sprintf("%s%s__lab_%s(%s)", recvCall, fd.Name.Name, suffix, strings.Join(args, ", "))
+		return fmt.Sprintf("%s%s__lab_%s%s(%s)", recvCall, fd.Name.Name, suffix, typeArgs, strings.Join(args, ", "))
 	}
 	for _, t := range tokens {
 		fmt.Fprintf(&b, "\tcase %q:\n", t)

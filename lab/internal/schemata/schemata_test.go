@@ -41,6 +41,14 @@ func Join(sep string, parts ...string) string {
 
 // Say has no results.
 func Say(w *[]string, s string) { *w = append(*w, fmt.Sprint(s)) }
+
+// First is generic, with two type parameters.
+func First[T any, K comparable](xs []T, _ K) T { return xs[0] }
+
+// Box is a generic type; Get is its method.
+type Box[T any] struct{ V T }
+
+func (b Box[T]) Get() T { return b.V }
 `
 
 const mainSrc = `package main
@@ -56,7 +64,7 @@ func main() {
 	c.Add(1)
 	var said []string
 	lib.Say(&said, "hi")
-	fmt.Println(c.Add(2), lib.Join("-", "a", "b"), said, lib.Limit)
+	fmt.Println(c.Add(2), lib.Join("-", "a", "b"), said, lib.Limit, lib.First([]string{"x", "y"}, 0), lib.Box[int]{V: 7}.Get())
 }
 `
 
@@ -79,6 +87,8 @@ func TestOneBuildRunsEachVersion(t *testing.T) {
 			"func Say(w *[]string, s string) { *w = append(*w, strings.ToUpper(s)) }\n"),
 		edit("also_adds_twice", "\tc.n += k\n\treturn c.n\n", "\tc.n += k\n\treturn c.n + k // MUTANT\n"),
 		edit("limit_changed", "const Limit = 2\n", "const Limit = 3 // MUTANT: outside a function\n"),
+		edit("first_is_last", "{ return xs[0] }", "{ return xs[len(xs)-1] } // MUTANT: a generic function"),
+		edit("box_empty", "func (b Box[T]) Get() T { return b.V }", "func (b Box[T]) Get() T { var zero T; return zero } // MUTANT: a generic type's method"),
 	}
 	// says_loudly needs an import the original lacks.
 	vs[2].Edits = append(vs[2].Edits, variant.Edit{Old: "import \"fmt\"\n", New: "import (\n\t\"fmt\"\n\t\"strings\"\n)\n"})
@@ -95,12 +105,14 @@ func TestOneBuildRunsEachVersion(t *testing.T) {
 		t.Fatalf("the schema does not build:\n%s", res.Output)
 	}
 	for _, tc := range []struct{ env, want string }{
-		{s.Reference(), "3 a-b [hi] 2"},
-		{s.Select("adds_twice"), "6 a-b [hi] 2"},
-		{s.Select("join_backwards"), "3 ba- [hi] 2"},
-		{s.Select("says_loudly"), "3 a-b [HI] 2"},
-		{s.Select("also_adds_twice"), "5 a-b [hi] 2"},
-		{"", "3 a-b [hi] 2"},
+		{s.Reference(), "3 a-b [hi] 2 x 7"},
+		{s.Select("adds_twice"), "6 a-b [hi] 2 x 7"},
+		{s.Select("join_backwards"), "3 ba- [hi] 2 x 7"},
+		{s.Select("says_loudly"), "3 a-b [HI] 2 x 7"},
+		{s.Select("also_adds_twice"), "5 a-b [hi] 2 x 7"},
+		{s.Select("first_is_last"), "3 a-b [hi] 2 y 7"},
+		{s.Select("box_empty"), "3 a-b [hi] 2 x 0"},
+		{"", "3 a-b [hi] 2 x 7"},
 	} {
 		res := runner.Run(context.Background(), runner.Cmd{Name: bin, Env: []string{tc.env}})
 		if got := strings.TrimSpace(res.Output); got != tc.want {

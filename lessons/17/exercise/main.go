@@ -3,7 +3,13 @@
 // Write a program, here, that proves this about checkpoint 17's quota
 // (package quota), on a real redis-server that your program starts on a free
 // loopback port (`--port N --save "" --appendonly no`), or on the embedded
-// stand-in (github.com/alicebob/miniredis/v2) when there is none. A
+// stand-in (github.com/alicebob/miniredis/v2) when there is none. Under
+// `lab check`, LAB_REDIS_URL names an empty database of a redis-server the
+// check started once for all its runs: use it when it is set (no server to
+// start per run); that server is shared, so to show "Redis down" there, put
+// a small TCP proxy of your own between your processes and it, and cut it.
+// Settings shorten every wait: quota.RedisConfig's TTL (renewed every
+// TTL/3), Poll and OpTimeout; a TTL of a few hundred ms keeps a run short. A
 // "process" is what one QuoteFlow process holds: its own client
 // (quota.NewClient) and its own quota.NewRedis on the shared server; Redis
 // cannot tell three of them from three programs. Your witnesses: a counter
@@ -20,11 +26,21 @@
 //  3. with Redis stopped, Acquire and Wait fail at once with
 //     quota.ErrUnavailable (closed, never open), a quote reports
 //     quota_unavailable with zero supplier calls, and once Redis is back the
-//     same processes are admitted again.
+//     same processes are admitted again;
+//  4. the compensation queue on Redis Streams loses no job: two "processes"
+//     with baskets (each its own client, queue.NewStream with its own
+//     Consumer name, quoteflow.NewRedisStore, Config{Store, Queue}); a line
+//     whose boreal call is queued; a consumer killed in the middle of that
+//     call (cancel the context of its CompensateOnce: no more Redis
+//     commands, as after kill -9) leaves the job to the other, which takes
+//     it after the visibility timeout (BasketPolicy.Visibility) and
+//     completes the line with one boreal answer.
 //
 // Bonus: a call longer than the TTL keeps its slot (renewal); expiries follow
 // Redis's clock, not the process's (on the stand-in, m.SetTime moves Redis's
-// clock; a real server's cannot be moved).
+// clock; a real server's cannot be moved); a live, slow consumer keeps its
+// job: another consumer polling meanwhile takes nothing, and the supplier is
+// called once.
 //
 // A check that only says "Acquire returned" proves nothing: every broken
 // build returns. Count what is held at once. Bound every wait, and leave a

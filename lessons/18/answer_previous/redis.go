@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -14,7 +16,150 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 )
+
+// redisURL is the Redis the checks run on: under lab check, the empty
+// database it gives this run (LAB_REDIS_URL, on a redis-server it started
+// once for the whole check); otherwise a server this program starts.
+// stop kills what was started.
+func redisURL() (url string, stop func(), err error) {
+	if url := os.Getenv("LAB_REDIS_URL"); url != "" {
+		fmt.Fprintln(os.Stderr, "E17: the database lab check gave this run:", url)
+		return url, func() {}, nil
+	}
+	srv, err := startRedis()
+	if err != nil {
+		return "", nil, err
+	}
+	fmt.Fprintln(os.Stderr, "E17:", srv.describe())
+	return srv.url(), srv.Stop, nil
+}
+
+// wipe deletes every key of a quota prefix: the store restarted empty, as
+// far as that quota can tell.
+func wipe(url, prefix string) error {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return err
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	keys, err := rdb.Keys(ctx, "{"+prefix+"}:*").Result()
+	if err != nil || len(keys) == 0 {
+		return err
+	}
+	return rdb.Del(ctx, keys...).Err()
+}
+
+// proxy forwards TCP connections on a loopback port to a Redis; down cuts
+// every connection and stops listening (Redis gone, as its clients see
+// it), up listens on the same port again.
+type proxy struct {
+	target, addr string
+
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[net.Conn]struct{}
+}
+
+// newProxy starts a proxy to the Redis of url and returns the URL of the
+// same database through it.
+func newProxy(url string) (*proxy, string, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, "", err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	p := &proxy{target: opt.Addr, addr: ln.Addr().String(), conns: map[net.Conn]struct{}{}}
+	p.serve(ln)
+	return p, fmt.Sprintf("redis://%s/%d", p.addr, opt.DB), nil
+}
+
+func (p *proxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.pipe(c)
+		}
+	}()
+}
+
+func (p *proxy) pipe(c net.Conn) {
+	u, err := net.DialTimeout("tcp", p.target, time.Second)
+	if err != nil {
+		c.Close()
+		return
+	}
+	if !p.track(c, u) {
+		return
+	}
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(u, c); done <- struct{}{} }()
+	go func() { io.Copy(c, u); done <- struct{}{} }()
+	<-done
+	c.Close()
+	u.Close()
+	p.mu.Lock()
+	delete(p.conns, c)
+	delete(p.conns, u)
+	p.mu.Unlock()
+}
+
+// track records a connection pair, or closes it when the proxy is down.
+func (p *proxy) track(c, u net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln == nil {
+		c.Close()
+		u.Close()
+		return false
+	}
+	p.conns[c], p.conns[u] = struct{}{}, struct{}{}
+	return true
+}
+
+// down stops listening and cuts every connection.
+func (p *proxy) down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		c.Close()
+		delete(p.conns, c)
+	}
+}
+
+// up listens on the same port again (a few tries: the port is free, but
+// another program may grab it for a moment).
+func (p *proxy) up() error {
+	var err error
+	for range 20 {
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", p.addr); err == nil {
+			p.serve(ln)
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("the proxy could not listen on %s again: %v", p.addr, err)
+}
+
+func (p *proxy) close() { p.down() }
 
 // server is the Redis the checks run against: a real redis-server this
 // program starts on a free loopback port, or, when there is none on PATH

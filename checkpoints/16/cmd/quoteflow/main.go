@@ -17,9 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
-
 	"quoteflowlab.dev/checkpoints/16/queue"
 	"quoteflowlab.dev/checkpoints/16/quoteflow"
 )
@@ -42,6 +39,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	addr := fs.String("addr", "127.0.0.1:9100", "listen address")
 	provider, data := commonFlags(fs)
+	tm := timingFlags(fs)
 	switch err := fs.Parse(args); {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
@@ -56,7 +54,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if code, ok := checkProvider(*provider, stderr); !ok {
 		return code
 	}
-	if err := serve(*addr, *provider, *data, stdout); err != nil {
+	if code, ok := tm.check(stderr); !ok {
+		return code
+	}
+	if err := serve(*addr, *provider, *data, tm, stdout); err != nil {
 		fmt.Fprintln(stderr, "quoteflow:", strings.TrimPrefix(err.Error(), "quoteflow: "))
 		return 1
 	}
@@ -92,6 +93,7 @@ func runCompensate(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	once := fs.Bool("once", false, "drain the due jobs once and exit (required: the server runs the worker itself)")
 	provider, data := commonFlags(fs)
+	tm := timingFlags(fs)
 	switch err := fs.Parse(args); {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
@@ -104,8 +106,11 @@ func runCompensate(args []string, stdout, stderr io.Writer) int {
 	if code, ok := checkProvider(*provider, stderr); !ok {
 		return code
 	}
+	if code, ok := tm.check(stderr); !ok {
+		return code
+	}
 	err := func() error {
-		svc, closeData, err := open(*provider, *data)
+		svc, closeData, err := open(*provider, *data, tm)
 		if err != nil {
 			return err
 		}
@@ -126,15 +131,12 @@ func runCompensate(args []string, stdout, stderr io.Writer) int {
 
 // open builds the service on the data directory's one bbolt file; closeData
 // closes both.
-func open(provider, dir string) (svc *quoteflow.Service, closeData func(), err error) {
+func open(provider, dir string, tm *timings) (svc *quoteflow.Service, closeData func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
 	}
 	path := filepath.Join(dir, "quoteflow.db")
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, nil, fmt.Errorf("%s is in use (is another quoteflow running on it? Stop it or pick another --data)", path)
-	}
+	db, err := openData(path) // a damaged file is refused here, in one sentence
 	if err != nil {
 		return nil, nil, err
 	}
@@ -148,7 +150,7 @@ func open(provider, dir string) (svc *quoteflow.Service, closeData func(), err e
 		db.Close()
 		return nil, nil, err
 	}
-	svc, err = quoteflow.New(quoteflow.Config{ProviderURL: provider, Store: store, Queue: q})
+	svc, err = quoteflow.New(quoteflow.Config{ProviderURL: provider, Store: store, Queue: q, Basket: tm.basket()})
 	if err != nil {
 		db.Close()
 		return nil, nil, err
@@ -156,7 +158,17 @@ func open(provider, dir string) (svc *quoteflow.Service, closeData func(), err e
 	return svc, func() { svc.Close(); db.Close() }, nil
 }
 
-func serve(addr, provider, data string, stdout io.Writer) error {
+// dataFile is where the bbolt file in dir lives, as an absolute path when
+// it can be had: the start line says where the data is, wherever it ran from.
+func dataFile(dir string) string {
+	path := filepath.Join(dir, "quoteflow.db")
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
+}
+
+func serve(addr, provider, data string, tm *timings, stdout io.Writer) error {
 	ln, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("%w (is another quoteflow running? Stop it or pick another port with --addr)", err)
@@ -165,7 +177,7 @@ func serve(addr, provider, data string, stdout io.Writer) error {
 		return err
 	}
 	defer ln.Close()
-	svc, closeData, err := open(provider, data)
+	svc, closeData, err := open(provider, data, tm)
 	if err != nil {
 		return err
 	}
@@ -187,7 +199,7 @@ func serve(addr, provider, data string, stdout io.Writer) error {
 		defer cancel()
 		srv.Shutdown(grace) // in-flight quotes end within their budget
 	}()
-	fmt.Fprintf(stdout, "quoteflow listening on http://%s (provider %s, data %s)\n", ln.Addr(), provider, data)
+	fmt.Fprintf(stdout, "quoteflow listening on http://%s (provider %s, data %s)\n", ln.Addr(), provider, dataFile(data))
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

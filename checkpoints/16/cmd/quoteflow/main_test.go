@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // These cases all end before serving, so no test waits on a server.
@@ -28,6 +32,8 @@ func TestRunRefusesWhatItCannotDo(t *testing.T) {
 		{"port in use", []string{"--addr", busy.Addr().String()}, 1, busy.Addr().String()},
 		{"compensate without --once", []string{"compensate"}, 2, "--once"},
 		{"compensate with an argument", []string{"compensate", "--once", "extra"}, 2, "usage"},
+		{"zero visibility timeout", []string{"--queue-visibility", "0s", "--addr", busy.Addr().String()}, 2, "--queue-visibility 0s"},
+		{"negative poll", []string{"compensate", "--once", "--queue-poll", "-1s"}, 2, "--queue-poll -1s"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -55,5 +61,49 @@ func TestCompensateOnceDrainsAndSaysWhatIsLeft(t *testing.T) {
 	}
 	if want := "compensation: pending 0, leased 0, done 0, dead 0, pruned 0\n"; stdout.String() != want {
 		t.Errorf("stdout %q, want %q", stdout.String(), want)
+	}
+}
+
+// The worker's timings come from the flags, else from the environment, else
+// from the lesson; a bad environment value is a usage error.
+func TestTimingsFromFlagsAndEnvironment(t *testing.T) {
+	parse := func(args ...string) *timings {
+		t.Helper()
+		fs := flag.NewFlagSet("quoteflow", flag.ContinueOnError)
+		tm := timingFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return tm
+	}
+	if p := parse().basket(); p.Visibility != 10*time.Second || p.PollEvery != 100*time.Millisecond {
+		t.Errorf("defaults: visibility %s, poll %s; want the lesson's 10s and 100ms", p.Visibility, p.PollEvery)
+	}
+	t.Setenv("QUOTEFLOW_QUEUE_VISIBILITY", "300ms")
+	t.Setenv("QUOTEFLOW_QUEUE_POLL", "20ms")
+	if p := parse().basket(); p.Visibility != 300*time.Millisecond || p.PollEvery != 20*time.Millisecond {
+		t.Errorf("from the environment: visibility %s, poll %s; want 300ms and 20ms", p.Visibility, p.PollEvery)
+	}
+	if p := parse("--queue-visibility", "1s").basket(); p.Visibility != time.Second {
+		t.Errorf("a flag over the environment: visibility %s, want 1s", p.Visibility)
+	}
+	t.Setenv("QUOTEFLOW_QUEUE_POLL", "soon")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"compensate", "--once"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), `QUOTEFLOW_QUEUE_POLL="soon"`) {
+		t.Errorf("QUOTEFLOW_QUEUE_POLL=soon: exit %d, stderr %q; want 2 naming the variable", code, stderr.String())
+	}
+}
+
+// The start line names the data file by its absolute path: run from any
+// directory, the reader learns where the baskets and the queue live.
+func TestItSaysWhereTheDataLives(t *testing.T) {
+	t.Chdir(t.TempDir())
+	got := dataFile("./quoteflow-data")
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(wd, "quoteflow-data", "quoteflow.db"); got != want {
+		t.Errorf("dataFile(./quoteflow-data) = %q, want %q", got, want)
 	}
 }

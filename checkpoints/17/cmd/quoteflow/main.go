@@ -17,9 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
-
 	"github.com/redis/go-redis/v9"
 
 	"quoteflowlab.dev/checkpoints/17/queue"
@@ -94,21 +91,36 @@ func commonFlags(fs *flag.FlagSet) (provider, data *string, shared *sharedFlags)
 		"Redis URL (redis://127.0.0.1:6379/0) of a quota, baskets and queue shared by every process on it; empty: this process alone, as checkpoint 16 (env QUOTEFLOW_REDIS_URL)")
 	fs.StringVar(&shared.rate, "rate", "none",
 		"with --redis: rate quota per supplier, all processes together, as N/duration (5/250ms) or none")
+	fs.StringVar(&shared.rateBy, "rate-by", "calls",
+		"with --rate: what N counts, calls (each call 1) or quantity (each call its order's quantity: a quota of cost)")
+	shared.timings = timingFlags(fs)
 	return provider, data, shared
 }
 
-// sharedFlags are --redis and --rate.
+// sharedFlags are --redis, --rate and --rate-by, and the timings (timings.go).
 type sharedFlags struct {
-	url, rate string
-	parsed    quota.Rate
+	url, rate, rateBy string
+	parsed            quota.Rate
+	*timings
 }
+
+// byQuantity reports --rate-by quantity.
+func (f *sharedFlags) byQuantity() bool { return f.rateBy == "quantity" }
 
 // check refuses a --redis that is not a redis:// URL, or a bad --rate, as a
 // usage error, before anything is opened.
 func (f *sharedFlags) check(stderr io.Writer) (int, bool) {
+	if code, ok := f.timings.check(stderr); !ok {
+		return code, false
+	}
 	var err error
 	if f.parsed, err = quota.ParseRate(f.rate); err != nil {
 		fmt.Fprintln(stderr, "quoteflow: --rate:", strings.TrimPrefix(err.Error(), "quota: "))
+		return 2, false
+	}
+	f.rateBy = cmp.Or(f.rateBy, "calls")
+	if f.rateBy != "calls" && f.rateBy != "quantity" {
+		fmt.Fprintf(stderr, "quoteflow: --rate-by %q: want calls or quantity\n", f.rateBy)
 		return 2, false
 	}
 	if f.url == "" {
@@ -177,7 +189,7 @@ func open(provider, dir string, shared *sharedFlags) (svc *quoteflow.Service, cl
 	if shared.url != "" {
 		return openRedis(provider, shared)
 	}
-	svc, closeData, err = openBolt(provider, dir)
+	svc, closeData, err = openBolt(provider, dir, shared.basket())
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -211,12 +223,14 @@ func openRedis(provider string, shared *sharedFlags) (*quoteflow.Service, func()
 		rdb.Close()
 		return nil, nil, "", err
 	}
-	qt, err := quota.NewRedis(rdb, quota.RedisConfig{Limit: quoteflow.DefaultOutbound, Rate: shared.parsed})
+	cfg := shared.quota(shared.parsed)
+	qt, err := quota.NewRedis(rdb, cfg)
 	if err != nil {
 		rdb.Close()
 		return nil, nil, "", err
 	}
-	svc, err := quoteflow.New(quoteflow.Config{ProviderURL: provider, Quota: qt, Store: store, Queue: q})
+	svc, err := quoteflow.New(quoteflow.Config{ProviderURL: provider, Quota: qt, RateByQuantity: shared.byQuantity(),
+		Store: store, Queue: q, Basket: shared.basket()})
 	if err != nil {
 		qt.Close()
 		rdb.Close()
@@ -225,22 +239,22 @@ func openRedis(provider string, shared *sharedFlags) (*quoteflow.Service, func()
 	rate := "no rate quota"
 	if !shared.parsed.Unlimited() {
 		rate = "rate " + shared.parsed.String() + " per supplier"
+		if shared.byQuantity() {
+			rate = "rate " + shared.parsed.String() + " units of quantity per supplier"
+		}
 	}
 	uses := fmt.Sprintf("quota: redis %s, %d supplier calls at once for every process on it (leases, TTL %s), %s; baskets and queue: redis stream, consumer %s",
-		shared.url, quoteflow.DefaultOutbound, quota.DefaultTTL, rate, q.Consumer())
+		shared.url, quoteflow.DefaultOutbound, cfg.TTL, rate, q.Consumer())
 	return svc, func() { svc.Close(); qt.Close(); rdb.Close() }, uses, nil
 }
 
 // openBolt builds the service on the data directory's one bbolt file.
-func openBolt(provider, dir string) (svc *quoteflow.Service, closeData func(), err error) {
+func openBolt(provider, dir string, basket quoteflow.BasketPolicy) (svc *quoteflow.Service, closeData func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
 	}
 	path := filepath.Join(dir, "quoteflow.db")
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, nil, fmt.Errorf("%s is in use (is another quoteflow running on it? Stop it or pick another --data)", path)
-	}
+	db, err := openData(path) // a damaged file is refused here, in one sentence
 	if err != nil {
 		return nil, nil, err
 	}
@@ -254,12 +268,22 @@ func openBolt(provider, dir string) (svc *quoteflow.Service, closeData func(), e
 		db.Close()
 		return nil, nil, err
 	}
-	svc, err = quoteflow.New(quoteflow.Config{ProviderURL: provider, Store: store, Queue: q})
+	svc, err = quoteflow.New(quoteflow.Config{ProviderURL: provider, Store: store, Queue: q, Basket: basket})
 	if err != nil {
 		db.Close()
 		return nil, nil, err
 	}
 	return svc, func() { svc.Close(); db.Close() }, nil
+}
+
+// dataFile is where the bbolt file in dir lives, as an absolute path when
+// it can be had: the start line says where the data is, wherever it ran from.
+func dataFile(dir string) string {
+	path := filepath.Join(dir, "quoteflow.db")
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
 
 func serve(addr, provider, data string, shared *sharedFlags, stdout io.Writer) error {
@@ -293,7 +317,7 @@ func serve(addr, provider, data string, shared *sharedFlags, stdout io.Writer) e
 		defer cancel()
 		srv.Shutdown(grace) // in-flight quotes end within their budget
 	}()
-	where := "data " + data
+	where := "data " + dataFile(data)
 	if shared.url != "" {
 		where = "redis " + shared.url
 	}

@@ -3,15 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"quoteflowlab.dev/checkpoints/17/internal/redistest"
+	"quoteflowlab.dev/checkpoints/17/quota"
 )
 
 func TestMain(m *testing.M) {
@@ -44,10 +48,14 @@ func TestRunRefusesWhatItCannotDo(t *testing.T) {
 		{"port in use", []string{"--addr", busy.Addr().String()}, 1, busy.Addr().String()},
 		{"compensate without --once", []string{"compensate"}, 2, "--once"},
 		{"compensate with an argument", []string{"compensate", "--once", "extra"}, 2, "usage"},
+		{"zero visibility timeout", []string{"--queue-visibility", "0s", "--addr", busy.Addr().String()}, 2, "--queue-visibility 0s"},
+		{"negative poll", []string{"compensate", "--once", "--queue-poll", "-1s"}, 2, "--queue-poll -1s"},
+		{"lease TTL too short", []string{"--lease-ttl", "10ms", "--addr", busy.Addr().String()}, 2, "--lease-ttl 10ms: want at least 30ms"},
 		{"redis URL not redis://", []string{"--redis", "http://127.0.0.1:6379", "--addr", busy.Addr().String()}, 2, `--redis "http://127.0.0.1:6379" is not a redis://`},
 		{"redis URL malformed", []string{"--redis", "redis://127.0.0.1:6379/notadb", "--addr", busy.Addr().String()}, 2, "--redis"},
 		{"bad rate", []string{"--redis", "redis://127.0.0.1:1/0", "--rate", "5", "--addr", busy.Addr().String()}, 2, "--rate"},
 		{"rate without redis", []string{"--rate", "5/250ms", "--addr", busy.Addr().String()}, 2, "--rate needs --redis"},
+		{"bad rate-by", []string{"--redis", "redis://127.0.0.1:1/0", "--rate", "5/250ms", "--rate-by", "tokens", "--addr", busy.Addr().String()}, 2, "--rate-by \"tokens\": want calls or quantity"},
 		{"redis not answering", []string{"compensate", "--once", "--redis", "redis://" + busy.Addr().String() + "/0"}, 1, "cannot reach Redis"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -118,5 +126,54 @@ func TestItSaysWhichQuotaAndQueueItUses(t *testing.T) {
 	}
 	if want := "compensation: pending 0, leased 0, done 0, dead 0, pruned 0\n"; stdout.String() != want {
 		t.Errorf("stdout %q, want %q", stdout.String(), want)
+	}
+}
+
+// The timings come from the flags, else from the environment, else from
+// the lesson; a bad environment value is a usage error.
+func TestTimingsFromFlagsAndEnvironment(t *testing.T) {
+	parse := func(args ...string) *timings {
+		t.Helper()
+		fs := flag.NewFlagSet("quoteflow", flag.ContinueOnError)
+		tm := timingFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return tm
+	}
+	tm := parse()
+	if p, q := tm.basket(), tm.quota(quota.Rate{}); p.Visibility != 10*time.Second || p.PollEvery != 100*time.Millisecond || q.TTL != quota.DefaultTTL || q.Poll != quota.DefaultPoll {
+		t.Errorf("defaults: visibility %s, poll %s, lease TTL %s, quota poll %s; want the lesson's 10s, 100ms, %s, %s",
+			p.Visibility, p.PollEvery, q.TTL, q.Poll, quota.DefaultTTL, quota.DefaultPoll)
+	}
+	t.Setenv("QUOTEFLOW_QUEUE_VISIBILITY", "300ms")
+	t.Setenv("QUOTEFLOW_QUEUE_POLL", "20ms")
+	t.Setenv("QUOTEFLOW_LEASE_TTL", "300ms")
+	t.Setenv("QUOTEFLOW_QUOTA_POLL", "5ms")
+	tm = parse()
+	if p, q := tm.basket(), tm.quota(quota.Rate{}); p.Visibility != 300*time.Millisecond || p.PollEvery != 20*time.Millisecond || q.TTL != 300*time.Millisecond || q.Poll != 5*time.Millisecond {
+		t.Errorf("from the environment: visibility %s, poll %s, lease TTL %s, quota poll %s; want 300ms, 20ms, 300ms, 5ms", p.Visibility, p.PollEvery, q.TTL, q.Poll)
+	}
+	if q := parse("--lease-ttl", "1s").quota(quota.Rate{}); q.TTL != time.Second {
+		t.Errorf("a flag over the environment: lease TTL %s, want 1s", q.TTL)
+	}
+	t.Setenv("QUOTEFLOW_LEASE_TTL", "soon")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"compensate", "--once"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), `QUOTEFLOW_LEASE_TTL="soon"`) {
+		t.Errorf("QUOTEFLOW_LEASE_TTL=soon: exit %d, stderr %q; want 2 naming the variable", code, stderr.String())
+	}
+}
+
+// The start line names the data file by its absolute path: run from any
+// directory, the reader learns where the baskets and the queue live.
+func TestItSaysWhereTheDataLives(t *testing.T) {
+	t.Chdir(t.TempDir())
+	got := dataFile("./quoteflow-data")
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(wd, "quoteflow-data", "quoteflow.db"); got != want {
+		t.Errorf("dataFile(./quoteflow-data) = %q, want %q", got, want)
 	}
 }

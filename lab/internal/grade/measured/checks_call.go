@@ -3,6 +3,7 @@ package measured
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -47,23 +48,26 @@ type callOut struct {
 var callKeys = []string{"ok", "status", "phase", "elapsed_ms", "error"}
 
 var callProps = []string{"call_json", "call_done", "call_http_error", "call_read_limit", "call_body_limit",
-	"call_connect_phase", "call_connect_limit", "call_refused", "call_elapsed_honest"}
+	"call_connect_phase", "call_connect_limit", "call_refused", "call_elapsed_honest", "call_model"}
+
+// randomCalls is how many call runs of random parameters each grading adds.
+const randomCalls = 3
 
 // checkCall runs call against a quick 200, a 503, a slow answer, an answer
 // whose body trickles, the blackhole and a closed port.
 func (g *grader) checkCall(ctx context.Context) {
-	base := g.lab.base
-	url := func(q string) string { return base + "/call?" + q + "&key=" + nonce() }
-	jobs := map[string][]string{
-		"done": {"--url", url("ms=50"), "--connect", "1", "--read", "2"},
-		// --connect left to its default (1 s).
-		"503":     {"--url", url("ms=0&fail=1"), "--read", "2"},
-		"read":    {"--url", url("ms=4000"), "--connect", "3", "--read", "0.5"},
-		"drip":    {"--url", url("ms=0&drip_ms=2000"), "--connect", "1", "--read", "0.5"},
-		"refused": {"--url", "http://" + g.lab.closed + "/", "--connect", "5", "--read", "5"},
+	seed := newSeed()
+	cases := randomCallCases(rand.New(rand.NewPCG(seed, 1)), randomCalls)
+	for name, c := range callCases {
+		cases[name] = c
 	}
-	if g.lab.blackhole != "" {
-		jobs["connect"] = []string{"--url", "http://" + g.lab.blackhole + "/", "--connect", "0.3", "--read", "4"}
+	jobs := map[string][]string{}
+	for name, c := range cases {
+		if c.target == "blackhole" && g.lab.blackhole == "" {
+			delete(cases, name)
+			continue
+		}
+		jobs[name] = c.args(g.lab)
 	}
 	runs := g.runAll(ctx, "call", runTimeout, jobs)
 	outs := map[string]callOut{}
@@ -84,7 +88,7 @@ func (g *grader) checkCall(ctx context.Context) {
 	o, r := outs["done"], runs["done"]
 	var v verdict
 	v.need(o.OK && status(o.Status) == 200 && o.Phase == "done", "it came back as ok %v, status %s, phase %q", o.OK, statusText(o.Status), o.Phase)
-	v.within(r.wallMS(), 2000, loadAllowance, "it took %.0f ms for a 50 ms answer", r.wallMS())
+	v.within(r.wallMS(), 2000, allowFor(r), "it took %.0f ms for a 50 ms answer", r.wallMS())
 	g.judge("call_done", v, "GET /call?ms=50: ok %v, status %v, phase %q, %.0f ms", o.OK, statusText(o.Status), o.Phase, r.wallMS())
 
 	o = outs["503"]
@@ -99,10 +103,11 @@ func (g *grader) checkCall(ctx context.Context) {
 	o, r = outs["refused"], runs["refused"]
 	v = verdict{}
 	v.need(o.Phase == "connect", "it ended in phase %q", o.Phase)
-	v.within(r.wallMS(), 1500, loadAllowance, "it took %.0f ms, as if it waited for a limit", r.wallMS())
+	v.within(r.wallMS(), 1500, allowFor(r), "it took %.0f ms, as if it waited for a limit", r.wallMS())
 	g.judge("call_refused", v, "closed port %s with --connect 5: phase %q after %.0f ms (want connect, under 1500 ms)", g.lab.closed, o.Phase, r.wallMS())
 
 	g.checkCallTimes(outs, runs)
+	g.checkCallModel(cases, outs, runs, seed)
 
 	if g.lab.blackhole == "" {
 		g.set("call_connect_phase", true, "skipped: this system has no blackhole (Linux only)")
@@ -114,7 +119,7 @@ func (g *grader) checkCall(ctx context.Context) {
 		"blackhole %s: phase %q (want connect)", g.lab.blackhole, o.Phase)
 	v = verdict{}
 	v.need(r.wallMS() >= 300-early, "it gave up after %.0f ms, before its connect limit", r.wallMS())
-	v.within(r.wallMS(), 300+slack, loadAllowance, "reaching the blackhole waited longer (%.0f ms), as if one timeout served both phases", r.wallMS())
+	v.within(r.wallMS(), 300+slack, allowFor(r), "reaching the blackhole waited longer (%.0f ms), as if one timeout served both phases", r.wallMS())
 	g.judge("call_connect_limit", v, "blackhole with --connect 0.3 --read 4: ended after %.0f ms (want 300–%.0f ms)", r.wallMS(), 300+slack)
 }
 
@@ -123,7 +128,7 @@ func (g *grader) checkCut(name string, o callOut, r run, what, notCut string) {
 	var v verdict
 	v.need(o.Phase == "read", "it ended in phase %q (status %s) after %.0f ms: %s", o.Phase, statusText(o.Status), r.wallMS(), notCut)
 	v.need(r.wallMS() >= 500-early, "it ended after %.0f ms, before its read limit", r.wallMS())
-	v.within(r.wallMS(), 500+slack, loadAllowance, "it ended after %.0f ms, well past its read limit", r.wallMS())
+	v.within(r.wallMS(), 500+slack, allowFor(r), "it ended after %.0f ms, well past its read limit", r.wallMS())
 	g.judge(name, v, "%s: phase %q after %.0f ms (want read, 500–%.0f ms)", what, o.Phase, r.wallMS(), 500+slack)
 }
 
@@ -146,7 +151,7 @@ func (g *grader) checkCallTimes(outs map[string]callOut, runs map[string]run) {
 		seen = append(seen, fmt.Sprintf("%s %.1f of %.0f ms", key, o.ElapsedMS, wall))
 		v.need(o.ElapsedMS <= wall+rounding, "%s reported %.1f ms, more than the %.0f ms its process lived", key, o.ElapsedMS, wall)
 		v.need(o.ElapsedMS >= floor-rounding, "%s reported %.1f ms for a call that cannot have taken less than %.0f ms", key, o.ElapsedMS, floor)
-		v.within(wall, 2*(o.ElapsedMS+300), loadAllowance, "%s reported %.1f ms of a %.0f ms run", key, o.ElapsedMS, wall)
+		v.within(wall, 2*(o.ElapsedMS+300), allowFor(runs[key]), "%s reported %.1f ms of a %.0f ms run", key, o.ElapsedMS, wall)
 	}
 	g.judge("call_elapsed_honest", v, "elapsed_ms reported of wall time measured: %s", strings.Join(seen, ", "))
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"quoteflowlab.dev/provider"
@@ -29,8 +31,11 @@ var (
 	deadlineKeys     = []string{"budget_ms", "calls", "skipped", "total_ms", "exceeded"}
 	deadlineCallKeys = []string{"url", "ok", "phase", "elapsed_ms", "read_timeout_ms"}
 	deadlineProps    = []string{"deadline_json", "deadline_read_limit", "deadline_budget_cut", "deadline_floor",
-		"deadline_connect_budget", "deadline_times_honest"}
+		"deadline_connect_budget", "deadline_times_honest", "deadline_model"}
 )
+
+// randomDeadlines is how many deadline runs of random parameters each grading adds.
+const randomDeadlines = 2
 
 // A deadline scenario: its budget and the partner delay of each --url (0
 // for the blackhole).
@@ -45,24 +50,30 @@ type deadlineJob struct {
 // run 1200 ms longer), "floor" (two calls leave less than --min-ms) and
 // "connect" (the blackhole with a connect limit far longer than the budget).
 func (g *grader) checkDeadline(ctx context.Context) {
-	keys := map[string]string{"left": nonce(), "floor": nonce()}
-	call := func(job string, ms int) string { return fmt.Sprintf("%s/call?ms=%d&key=%s", g.lab.base, ms, keys[job]) }
-	jobs := map[string][]string{
-		"left":  {"--budget-ms", "1600", "--min-ms", "100", "--connect", "1", "--url", call("left", 600), "--url", call("left", 600), "--url", call("left", 5000)},
-		"floor": {"--budget-ms", "1000", "--min-ms", "300", "--connect", "1", "--url", call("floor", 400), "--url", call("floor", 400), "--url", call("floor", 50)},
+	seed := newSeed()
+	cases := randomDeadlineCases(rand.New(rand.NewPCG(seed, 2)), randomDeadlines)
+	for name, c := range deadlineCases {
+		cases[name] = c
 	}
-	specs := map[string]*deadlineJob{"left": {budget: 1600, delays: []int{600, 600, 5000}}, "floor": {budget: 1000, delays: []int{400, 400, 50}}}
-	if g.lab.blackhole != "" {
-		hole := "http://" + g.lab.blackhole + "/"
-		jobs["connect"] = []string{"--budget-ms", "800", "--connect", "6", "--url", hole, "--url", hole}
-		specs["connect"] = &deadlineJob{budget: 800, delays: []int{0, 0}}
+	keys := map[string]string{}
+	urls := map[string][]string{}
+	jobs := map[string][]string{}
+	specs := map[string]*deadlineJob{}
+	for name, c := range cases {
+		if slices.ContainsFunc(c.targets, func(t dlTarget) bool { return t.hole }) && g.lab.blackhole == "" {
+			delete(cases, name)
+			continue
+		}
+		keys[name] = nonce()
+		jobs[name], urls[name] = c.args(g.lab, keys[name])
+		specs[name] = &deadlineJob{budget: float64(c.budget), delays: c.delays()}
 	}
 	runs := g.runAll(ctx, "deadline", runTimeout, jobs)
 	outs := map[string]deadlineOut{}
 	for key := range jobs {
 		r := runs[key]
 		if r.problem != "" {
-			g.failAllOf(r.problem, deadlineProps...)
+			g.failAllOf("deadline "+key+": "+r.problem, deadlineProps...)
 			return
 		}
 		var o deadlineOut
@@ -73,7 +84,7 @@ func (g *grader) checkDeadline(ctx context.Context) {
 		if err == nil && len(o.Calls) != len(specs[key].delays) {
 			err = fmt.Errorf("%d calls for %d --url", len(o.Calls), len(specs[key].delays))
 		}
-		if err == nil && keys[key] != "" {
+		if err == nil {
 			specs[key].log, err = g.lab.settle(ctx, keys[key])
 		}
 		if err != nil {
@@ -87,6 +98,7 @@ func (g *grader) checkDeadline(ctx context.Context) {
 	g.checkBudgetCut(outs["left"], runs["left"])
 	g.checkFloor(outs["floor"])
 	g.checkDeadlineTimes(outs, runs, specs)
+	g.checkDeadlineModel(cases, urls, outs, runs, specs, seed)
 	if _, ok := jobs["connect"]; !ok {
 		g.set("deadline_connect_budget", true, "skipped: this system has no blackhole (Linux only)")
 		return
@@ -152,7 +164,7 @@ func (g *grader) checkBudgetCut(o deadlineOut, r run) {
 		v.need(last.Phase == "read", "the slow third call ended in phase %q instead of being cut in phase read", last.Phase)
 	}
 	v.need(o.Exceeded, "exceeded was false although the budget cut a read")
-	v.within(r.wallMS(), budget+slack, loadAllowance, "the run went past its budget: %.0f ms for 1600 ms (at most %.0f ms allowed)", r.wallMS(), budget+slack)
+	v.within(r.wallMS(), budget+slack, allowFor(r), "the run went past its budget: %.0f ms for 1600 ms (at most %.0f ms allowed)", r.wallMS(), budget+slack)
 	g.judge("deadline_budget_cut", v, "third call (5000 ms) ended in phase %q, exceeded %v, the run took %.0f ms (want read, true, at most %.0f ms)",
 		last.Phase, o.Exceeded, r.wallMS(), budget+slack)
 }
@@ -197,7 +209,7 @@ func (g *grader) checkConnectBudget(o deadlineOut, r run) {
 	var v verdict
 	v.need(first.Phase == "connect", "the first call ended in phase %q, not connect", first.Phase)
 	v.need(r.wallMS() >= budget-early, "the run ended after %.0f ms, before its budget", r.wallMS())
-	v.within(r.wallMS(), budget+slack, loadAllowance, "the connect went on past the budget: the run took %.0f ms for 800 ms, as if the connect limit (6 s) were not cut to the budget left", r.wallMS())
+	v.within(r.wallMS(), budget+slack, allowFor(r), "the connect went on past the budget: the run took %.0f ms for 800 ms, as if the connect limit (6 s) were not cut to the budget left", r.wallMS())
 	v.need(second.Phase == "no_budget", "the second call, with nothing left, has phase %q instead of no_budget", second.Phase)
 	v.need(o.Exceeded, "exceeded was false although the budget ran out")
 	g.judge("deadline_connect_budget", v, "blackhole twice, --budget-ms 800 --connect 6: phases %q, %q; exceeded %v; the run took %.0f ms (want connect, no_budget, true, 800–%.0f ms)",
@@ -242,7 +254,7 @@ func (g *grader) checkDeadlineTimes(outs map[string]deadlineOut, runs map[string
 			}
 			v.need(o.TotalMS >= span-rounding, "%s: total_ms %.1f is less than the %.0f ms from the first call's arrival to the last answer the partner sent", key, o.TotalMS, span)
 		}
-		v.within(wall, 2*(o.TotalMS+300), loadAllowance, "%s: total_ms %.1f of a %.0f ms run", key, o.TotalMS, wall)
+		v.within(wall, 2*(o.TotalMS+300), allowFor(runs[key]), "%s: total_ms %.1f of a %.0f ms run", key, o.TotalMS, wall)
 	}
 	g.judge("deadline_times_honest", v, "%s", strings.Join(seen, "; "))
 }
@@ -276,4 +288,25 @@ func delayOf(u string) int {
 		}
 	}
 	return 0
+}
+
+// checkDeadlineModel compares every deadline run with the model.
+func (g *grader) checkDeadlineModel(cases map[string]deadlineCase, urls map[string][]string, outs map[string]deadlineOut, runs map[string]run, jobs map[string]*deadlineJob, seed uint64) {
+	var v verdict
+	var unseen, names []string
+	for _, name := range sortedNames(cases) {
+		o, ok := outs[name]
+		if !ok {
+			continue
+		}
+		names = append(names, name)
+		var log []arrival
+		for _, e := range jobs[name].log.Calls {
+			log = append(log, arrival{e.ArrivalMs})
+		}
+		m := newModel(&v, cases[name].String())
+		modelDeadline(m, cases[name], urls[name], o, runs[name], log)
+		unseen = append(unseen, checkFields("deadline", m)...)
+	}
+	g.modelJudge("deadline_model", "deadline", v, names, dedupe(unseen), seed)
 }

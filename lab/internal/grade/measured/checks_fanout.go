@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 
 	"quoteflowlab.dev/provider"
@@ -21,8 +22,11 @@ type fanoutOut struct {
 
 var (
 	fanoutCallKeys = []string{"sent_budget_ms", "received", "elapsed_ms"}
-	fanoutProps    = []string{"fanout_json", "fanout_header", "fanout_shrinking", "fanout_budget_cut", "fanout_elapsed_honest"}
+	fanoutProps    = []string{"fanout_json", "fanout_header", "fanout_shrinking", "fanout_budget_cut", "fanout_elapsed_honest", "fanout_model"}
 )
+
+// randomFanoutRuns is how many fanout runs of random parameters each grading adds.
+const randomFanoutRuns = 1
 
 // fanoutWork is the partner's work per call: fanout calls BASE/budget?ms=200.
 const fanoutWork = 200.0
@@ -37,6 +41,9 @@ type fanned struct {
 	out    fanoutOut
 	log    []provider.PartnerLogEntry
 	made   []fanoutCall // the tool's calls that were sent (sent_budget_ms > 0), in order
+	// connect is the --connect of the run (seconds); 0 leaves it out.
+	connect float64
+	stamps  []stamp // each call's arrival by the grader's clock, and its X-Budget-Ms
 }
 
 // checkFanout runs two cases: four /budget?ms=200 calls under 1100 ms (all
@@ -44,7 +51,10 @@ type fanned struct {
 // 500 ms (the third must be cut when the budget runs out, the fourth not
 // sent).
 func (g *grader) checkFanout(ctx context.Context) {
-	cases := map[string]*fanned{"fits": {budget: 1100, n: 4}, "out": {budget: 500, n: 4}}
+	seed := newSeed()
+	cases := randomFanouts(rand.New(rand.NewPCG(seed, 4)), randomFanoutRuns)
+	// "out" leaves --connect to its default.
+	cases["fits"], cases["out"] = &fanned{budget: 1100, n: 4, connect: 1}, &fanned{budget: 500, n: 4}
 	errs := make(chan error, len(cases))
 	done := make(chan struct{})
 	for name, c := range cases {
@@ -68,6 +78,7 @@ func (g *grader) checkFanout(ctx context.Context) {
 	g.checkShrinking(cases["fits"])
 	g.checkFanoutCut(cases["out"])
 	g.checkFanoutTimes(cases)
+	g.checkFanoutModel(cases, seed)
 }
 
 // runFanout runs one case against a lab of its own and reads its log.
@@ -78,10 +89,13 @@ func (g *grader) runFanout(ctx context.Context, name string, c *fanned) error {
 	}
 	defer l.stop()
 	args := []string{"--base", l.base, "--budget-ms", fmt.Sprint(c.budget), "--n", fmt.Sprint(c.n)}
-	if name == "fits" {
-		args = append(args, "--connect", "1") // the other case leaves --connect to its default
+	if c.connect != 0 {
+		args = append(args, "--connect", fmt.Sprint(c.connect))
 	}
+	done := make(chan struct{})
+	stamps := l.watchArrivals(ctx, "", done)
 	c.run = g.exec(ctx, "fanout", args...)
+	close(done)
 	r := c.run
 	if r.problem != "" {
 		return fmt.Errorf("%s", r.problem)
@@ -100,6 +114,7 @@ func (g *grader) runFanout(ctx context.Context, name string, c *fanned) error {
 	if err != nil {
 		return err
 	}
+	c.stamps = stamps()
 	for _, e := range log.Calls {
 		if e.Path == "/budget" {
 			c.log = append(c.log, e)
@@ -151,7 +166,14 @@ func (g *grader) checkFanoutHeader(cases map[string]*fanned) {
 		if !v.need(missing == 0, "the partner did not receive it (%d of %d calls carried no X-Budget-Ms)", missing, len(c.log)) {
 			continue
 		}
-		if !v.need(len(c.log) == len(c.made), "the partner received %d calls where fanout reports %d sent", len(c.log), len(c.made)) {
+		if len(c.log) != len(c.made) {
+			if lostInTransit(c) {
+				// A call sent with little left can be cut before a busy
+				// machine delivers it: the partner never sees it.
+				v.slow("the partner received %d calls where fanout reports %d sent (the last ones cut before they arrived)", len(c.log), len(c.made))
+			} else {
+				v.need(false, "the partner received %d calls where fanout reports %d sent", len(c.log), len(c.made))
+			}
 			continue
 		}
 		for i, e := range c.log {
@@ -171,7 +193,15 @@ func (g *grader) checkFanoutHeader(cases map[string]*fanned) {
 func (g *grader) checkShrinking(c *fanned) {
 	var v verdict
 	log := c.log
-	ok := v.need(len(log) >= 2, "the partner received %d calls", len(log))
+	ok := len(log) >= 2
+	switch {
+	case ok:
+	case c.run.wallMS() >= c.budget-2*fanoutWork:
+		// A machine slow enough that the first call ate most of the budget.
+		v.slow("the partner received %d calls in a run of %.0f ms, so no shrinking could be seen", len(log), c.run.wallMS())
+	default:
+		v.need(false, "the partner received %d calls", len(log))
+	}
 	for _, e := range log {
 		ok = ok && e.BudgetMs != nil
 	}
@@ -187,7 +217,7 @@ func (g *grader) checkShrinking(c *fanned) {
 			v.within(b(i-1)-gap, b(i)+25, loadAllowance, "call %d carried %.0f ms, less than the %.0f ms left after the %.0f ms between arrivals", i+1, b(i), b(i-1)-gap, gap)
 		}
 	}
-	v.within(c.run.wallMS(), c.budget+slack, loadAllowance, "the run took %.0f ms for a %.0f ms budget", c.run.wallMS(), c.budget)
+	v.within(c.run.wallMS(), c.budget+slack, allowFor(c.run), "the run took %.0f ms for a %.0f ms budget", c.run.wallMS(), c.budget)
 	g.judge("fanout_shrinking", v, "budget 1100 ms, four calls of 200 ms: the partner received X-Budget-Ms %s (want about 1100, 900, 700, 500, one call after another); the run took %.0f ms",
 		logged(log), c.run.wallMS())
 }
@@ -227,7 +257,7 @@ func (g *grader) checkFanoutCut(c *fanned) {
 	if !short {
 		v.slow("no call ran short of budget (the first calls took long), so the cut could not be seen")
 	}
-	v.within(c.run.wallMS(), c.budget+slack, loadAllowance, "the run took %.0f ms for a 500 ms budget", c.run.wallMS())
+	v.within(c.run.wallMS(), c.budget+slack, allowFor(c.run), "the run took %.0f ms for a 500 ms budget", c.run.wallMS())
 	g.judge("fanout_budget_cut", v, "budget 500 ms, four calls of 200 ms: the partner saw %s; the run took %.0f ms",
 		joinOr(ends, "no call"), c.run.wallMS())
 }
@@ -251,7 +281,7 @@ func (g *grader) checkFanoutTimes(cases map[string]*fanned) {
 			}
 		}
 		v.need(total <= wall+rounding, "budget %.0f: the calls' elapsed_ms add up to %.1f ms, more than the %.0f ms the process lived", c.budget, total, wall)
-		v.within(wall, 2*(total+300), loadAllowance, "budget %.0f: the calls report %.1f ms of a %.0f ms run", c.budget, total, wall)
+		v.within(wall, 2*(total+300), allowFor(c.run), "budget %.0f: the calls report %.1f ms of a %.0f ms run", c.budget, total, wall)
 		seen = append(seen, fmt.Sprintf("budget %.0f: calls %.1f ms together, wall %.0f ms", c.budget, total, wall))
 	}
 	g.judge("fanout_elapsed_honest", v, "%s", strings.Join(seen, "; "))
@@ -263,4 +293,19 @@ func joinOr(problems []string, fine string) string {
 		return fine
 	}
 	return strings.Join(problems, "; ")
+}
+
+// lostInTransit reports whether the calls fanout says it sent and the
+// partner never received are its last ones, unanswered, with less than a
+// second of budget each: calls a busy machine may cut before they arrive.
+func lostInTransit(c *fanned) bool {
+	if len(c.log) >= len(c.made) {
+		return false
+	}
+	for _, m := range c.made[len(c.log):] {
+		if m.Received != nil || m.SentBudgetMS >= 1000 {
+			return false
+		}
+	}
+	return true
 }

@@ -24,7 +24,7 @@ type probeRow struct {
 var (
 	probeKeys  = []string{"kind", "target", "elapsed_ms", "error"}
 	probeKinds = []string{"refused", "connect_timeout", "read_timeout"}
-	probeProps = []string{"probe_rows", "probe_targets", "probe_timings", "probe_contacted", "probe_saved"}
+	probeProps = []string{"probe_rows", "probe_targets", "probe_timings", "probe_contacted", "probe_saved", "probe_model"}
 )
 
 // probeRows decodes probe's output: an array of rows, or an object holding
@@ -106,12 +106,17 @@ func (g *grader) checkProbe(ctx context.Context) {
 	v.need(2*ref.ElapsedMS < ct.ElapsedMS && 2*ref.ElapsedMS < rt.ElapsedMS, "the refused connection was not much faster than the timeouts")
 	v.need(ct.ElapsedMS >= 50 && rt.ElapsedMS >= 50, "a timeout took under 50 ms, less than any limit worth the name")
 	v.need(total <= r.wallMS()+rounding, "the rows add up to %.1f ms, more than the %.0f ms the probe ran", total, r.wallMS())
-	v.within(r.wallMS(), 2*(total+300), loadAllowance, "the rows add up to %.1f ms of a %.0f ms run", total, r.wallMS())
+	v.within(r.wallMS(), 2*(total+300), allowFor(r), "the rows add up to %.1f ms of a %.0f ms run", total, r.wallMS())
 	g.judge("probe_timings", v, "refused %.1f ms, connect_timeout %.1f ms, read_timeout %.1f ms; the probe ran %.0f ms",
 		ref.ElapsedMS, ct.ElapsedMS, rt.ElapsedMS, r.wallMS())
 
 	g.checkContacted(l, ref)
 	g.checkSaved(byKind)
+
+	var mv verdict
+	m := newModel(&mv, "probe")
+	modelProbe(m, []probeRow{ref, ct, rt}, l.addr, l.blackhole, r)
+	g.modelJudge("probe_model", "probe", mv, []string{"probe"}, checkFields("probe", m), 0)
 }
 
 // checkContacted checks from the provider's side that the probe made its
@@ -212,4 +217,41 @@ func (g *grader) checkSaved(live map[string]probeRow) {
 		v.need(s.ElapsedMS <= 2*l.ElapsedMS+500, "its %s took %.1f ms, far more than the %.1f ms the same probe takes now", kind, s.ElapsedMS, l.ElapsedMS)
 	}
 	g.judge("probe_saved", v, "%s: %s", ProbeFile, strings.Join(seen, ", "))
+}
+
+// modelProbe compares every field of probe's rows with the model: each
+// kind once, each target where the contract puts it, an error text for
+// each failure, and times within its limits and its run.
+func modelProbe(m *model, rows []probeRow, partner, blackhole string, r run) {
+	wall := r.wallMS()
+	count := map[string]int{}
+	total := 0.0
+	for _, row := range rows {
+		count[row.Kind]++
+		total += row.ElapsedMS
+	}
+	m.need("rows", len(rows) == 3, "has %d rows, want 3", len(rows))
+	for _, k := range probeKinds {
+		m.need("rows[].kind", count[k] == 1, "%q appears %d times, want once", k, count[k])
+	}
+	for _, row := range rows {
+		host := hostPort(row.Target)
+		switch row.Kind {
+		case "refused":
+			h, _, _ := net.SplitHostPort(host)
+			m.need("rows[].target", isLoopback(h) && host != partner && host != blackhole, "of refused is %q, want a closed loopback port", row.Target)
+			m.within("rows[].elapsed_ms", row.ElapsedMS, 500, "of refused is %.1f ms", row.ElapsedMS)
+		case "connect_timeout":
+			m.need("rows[].target", host == blackhole, "of connect_timeout is %q, want the blackhole %s", row.Target, blackhole)
+			m.need("rows[].elapsed_ms", row.ElapsedMS >= 50, "of connect_timeout is %.1f ms, under any limit worth the name", row.ElapsedMS)
+		case "read_timeout":
+			m.need("rows[].target", host == partner, "of read_timeout is %q, want the partner %s", row.Target, partner)
+			m.need("rows[].elapsed_ms", row.ElapsedMS >= 50, "of read_timeout is %.1f ms, under any limit worth the name", row.ElapsedMS)
+		default:
+			m.need("rows[].kind", false, "%q is not a kind of the contract", row.Kind)
+		}
+		m.need("rows[].error", deref(row.Error) != "", "of %s is empty, want the failure's text", row.Kind)
+		m.need("rows[].elapsed_ms", row.ElapsedMS >= 0 && row.ElapsedMS <= wall+rounding, "of %s is %.1f, more than the %.0f ms the probe lived", row.Kind, row.ElapsedMS, wall)
+	}
+	m.need("rows[].elapsed_ms", total <= wall+rounding, "add up to %.1f, more than the %.0f ms the probe lived", total, wall)
 }

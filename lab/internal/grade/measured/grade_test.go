@@ -38,7 +38,11 @@ func TestReferencePasses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the reference tools")
 	}
-	r := gradeAnswer(t, Options{Dir: e15().Reference()})
+	bins := t.TempDir()
+	if err := copyDir(referenceBins(t), bins); err != nil { // built once, shared with the variants
+		t.Fatal(err)
+	}
+	r := gradeAnswer(t, Options{Dir: e15().Reference(), BinDir: bins})
 	for _, p := range r.Props {
 		if !p.OK {
 			t.Errorf("%s: %s\n\tobserved: %s", p.Name, p.Story, p.Detail)
@@ -151,7 +155,8 @@ func TestSentenceSaysButOnlyForACheckedFailure(t *testing.T) {
 }
 
 // lab check shows a starter's unwritten plan as "to do", not as a shouted
-// failure, and a property this system cannot check as "skipped", not "ok".
+// failure, a tool that still prints its TODO as one line, not one per
+// property, and a property this system cannot check as "skipped", not "ok".
 func TestReportStatuses(t *testing.T) {
 	g := &grader{findings: map[string]finding{}, todo: map[string]bool{}}
 	for _, tool := range Tools {
@@ -159,13 +164,12 @@ func TestReportStatuses(t *testing.T) {
 	}
 	g.set("call_done", false, "call still prints its TODO")
 	g.set("plan_shape", false, "budget_plan.json: total_ms must be a positive number")
-	g.set("call_connect_limit", true, "skipped: this system has no blackhole (Linux only)")
 	g.set("plan_fits", true, "worst case 1400 against total_ms 1500")
 	want := map[string]string{
-		"call_done":          report.NotRun,
-		"plan_shape":         report.ToDo,
-		"call_connect_limit": report.Skipped,
-		"plan_fits":          report.OK,
+		"call":       report.NotRun,
+		"retry":      report.NotRun,
+		"plan_shape": report.ToDo,
+		"plan_fits":  report.OK,
 	}
 	r := g.result(time.Now())
 	for name, status := range want {
@@ -173,13 +177,25 @@ func TestReportStatuses(t *testing.T) {
 			t.Errorf("%s: status %q, want %q", name, p.Status, status)
 		}
 	}
+	for _, p := range r.Props {
+		if tool := toolOf(p.Name); tool != "" && p.Name != tool {
+			t.Errorf("%s is shown although %s still prints its TODO: want one line for the tool", p.Name, tool)
+		}
+	}
 	if !r.NotStarted || r.Passed {
 		t.Errorf("not started %v, passed %v", r.NotStarted, r.Passed)
 	}
-	g.todo = map[string]bool{}
+	g.todo = map[string]bool{"deadline": true}
+	g.set("call_connect_limit", true, "skipped: this system has no blackhole (Linux only)")
 	r = g.result(time.Now())
 	if p := property(r, "plan_shape"); p.Status != report.Fail || p.Detail == "" {
 		t.Errorf("a started answer's invalid plan: status %q detail %q, want %q with the detail", p.Status, p.Detail, report.Fail)
+	}
+	if p := property(r, "call_connect_limit"); p.Status != report.Skipped {
+		t.Errorf("call_connect_limit: status %q, want %q", p.Status, report.Skipped)
+	}
+	if p := property(r, "deadline"); p.Status != report.NotRun || r.Passed {
+		t.Errorf("deadline, still a TODO in a started answer: status %q, passed %v; want %q and not passed", p.Status, r.Passed, report.NotRun)
 	}
 }
 

@@ -20,13 +20,52 @@ type lab struct {
 	addr      string // partner host:port
 	blackhole string // blackhole host:port; "" when the system has none (or none was asked for)
 	closed    string // a loopback host:port nobody listens on
+	// statuses answers GET /status/N with status N at once (404, 429...):
+	// the received failures the partner's /call (always 503) cannot give.
+	statuses *http.Server
+	status   string // its base URL
+}
+
+// startStatuses starts the lab's status server on a free loopback port.
+func (l *lab) startStatuses() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	l.status = "http://" + ln.Addr().String()
+	l.statuses = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code := 0
+		if _, err := fmt.Sscanf(r.URL.Path, "/status/%d", &code); err != nil || code < 200 || code > 599 {
+			code = http.StatusBadRequest
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		fmt.Fprintf(w, "{\"status\":%d}\n", code)
+	})}
+	go l.statuses.Serve(ln)
+	return nil
 }
 
 // startLab starts a provider on free loopback ports, with a blackhole when
 // withBlackhole. The main lab serves every tool; fanout and probe get a lab
 // of their own each, so that what the provider records (the log of calls
 // without a key, partner_paths, the blackhole's SYN drops) is theirs alone.
+//
+// A busy machine can make a start fail (the blackhole's accept queue is
+// filled by dialling it, within a bound): it is tried three times, since
+// the lab's failure is never the answer's.
 func startLab(withBlackhole bool) (*lab, error) {
+	var err error
+	for range 3 {
+		var l *lab
+		if l, err = startLabOnce(withBlackhole); err == nil {
+			return l, nil
+		}
+	}
+	return nil, err
+}
+
+func startLabOnce(withBlackhole bool) (*lab, error) {
 	bh := ""
 	if withBlackhole {
 		bh = "127.0.0.1:0"
@@ -47,6 +86,9 @@ func startLab(withBlackhole bool) (*lab, error) {
 func (l *lab) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
+	if l.statuses != nil {
+		l.statuses.Close()
+	}
 	l.server.Shutdown(ctx)
 }
 

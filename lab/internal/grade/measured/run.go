@@ -24,6 +24,13 @@ type run struct {
 	wall    time.Duration
 	problem string // why no JSON can be checked; "" when stdout holds JSON
 	killed  bool   // it ran past its time bound
+	// start is the grader's clock just before the process was started: the
+	// tool's own clock cannot have started earlier.
+	start time.Time
+	// starvedMS is how long the process's threads waited for a CPU, summed
+	// (Linux; -1 where it cannot be measured): the most that load can have
+	// made any of its timers late.
+	starvedMS float64
 }
 
 // wallMS is the measured wall time in milliseconds.
@@ -45,6 +52,7 @@ func (g *grader) execWithin(parent context.Context, within time.Duration, tool s
 		return r
 	}
 	var stdout runner.Buffer
+	r.start = time.Now()
 	res := runner.Run(parent, runner.Cmd{Name: bin, Args: args, Timeout: within, Stdout: &stdout})
 	if g.mon != nil && g.mon.HeldBack(res.Starved, res.Elapsed) {
 		g.mu.Lock()
@@ -52,6 +60,10 @@ func (g *grader) execWithin(parent context.Context, within time.Duration, tool s
 		g.mu.Unlock()
 	}
 	r.wall = res.Elapsed
+	r.starvedMS = -1
+	if res.Starved >= 0 {
+		r.starvedMS = res.Starved * r.wallMS()
+	}
 	r.stdout, r.stderr = stdout.Bytes(), []byte(res.Output)
 	var err error
 	if res.ExitCode != 0 {

@@ -22,6 +22,15 @@ const (
 	rounding = 2.0
 )
 
+// allowFor is how far a timing bound on run r may be missed before the miss
+// is the tool's: loadAllowance, plus the time the process's threads waited
+// for a CPU (a process held back that long by the machine was late by that
+// much through no fault of its own; a tool that sleeps or waits too long is
+// not runnable while it waits, so this never excuses one).
+func allowFor(r run) float64 {
+	return loadAllowance + max(r.starvedMS, 0)
+}
+
 // A verdict collects the conditions of one property that failed: one
 // clause each for the sentence, and whether any of them is more than a
 // timing bound missed by a little.

@@ -10,10 +10,14 @@
 // Nothing in the student's tree is copied or changed; binaries and
 // generated files live in a cache directory (by default .lab/cache).
 //
-// The answer runs alone on the correct checkpoint, then on the mutants and
-// wheats two at a time (the answers observe timing, and mostly wait). A run
-// that goes wrong while the machine held it back is run again; a correct
-// build that goes wrong again is "inconclusive", never a failure.
+// The answer runs on the correct checkpoint and, at the same time, on the
+// mutants and wheats, a few at a time (the answers observe timing, and
+// mostly wait); the mutants' and wheats' results count only when it passed
+// on the correct checkpoint. A run that goes wrong while the machine held
+// it back is run again; a correct build that goes wrong again is
+// "inconclusive", never a failure. For a lesson with Redis, one
+// redis-server serves the whole check: each run gets an empty database of
+// its own (LAB_REDIS_URL).
 package mutation
 
 import (
@@ -89,14 +93,50 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 	}
 	c := &checker{o: o, mon: mon, r: &r, key: takeKey(o.CacheDir), guard: guard}
 	defer putKey(o.CacheDir, c.key)
+	if l.Redis {
+		// One redis-server for the whole check, started while the answer
+		// builds; each run gets a database of its own on it.
+		c.redisUp = make(chan struct{})
+		go func() {
+			defer close(c.redisUp)
+			var err error
+			if c.redis, err = startRedis(ctx, filepath.Join(o.CacheDir, "redis")); err != nil {
+				c.note("no shared redis-server for this check (" + err.Error() + "): each run of the answer starts its own")
+			}
+		}()
+		defer func() { <-c.redisUp; c.redis.close() }()
+	}
+	built := time.Now()
 	b, err := c.prepare(ctx, vs)
+	r.BuildMS = time.Since(built).Milliseconds()
 	if err != nil {
 		r.Verdict, r.Summary = report.Failed, err.Error()
 		return r
 	}
-	r.Reference = c.reference(ctx, b)
-	if r.Reference.Status == report.Pass {
-		c.variants(ctx, b, vs)
+	if c.redisUp != nil {
+		<-c.redisUp
+	}
+	// The reference and the variants run at once: the variants' results
+	// count only when the reference passed; when it did not, they are
+	// stopped and left not run.
+	vctx, stopVariants := context.WithCancel(ctx)
+	defer stopVariants()
+	refDone := make(chan struct{})
+	go func() {
+		defer close(refDone)
+		r.Reference = c.reference(ctx, b)
+		if r.Reference.Status != report.Pass {
+			stopVariants()
+		}
+	}()
+	if b.mainRes.OK() {
+		c.variants(vctx, b, vs)
+	}
+	<-refDone
+	if r.Reference.Status != report.Pass {
+		for i, v := range vs {
+			r.Properties[i] = report.Prop{Name: v.Name, Kind: v.Kind, Story: v.Story, Required: v.Required, Status: report.NotRun}
+		}
 	}
 	c.decide()
 	if o.Only != "" {
@@ -121,6 +161,10 @@ type checker struct {
 	selfBusyNoted bool
 	r             *report.Report
 	mu            sync.Mutex // guards r's notes and machine figures while runs go at once
+	// redis is the check's shared redis-server (lessons with Redis), nil
+	// without one; set before the first run (redisUp closed), then read only.
+	redis   *sharedRedis
+	redisUp chan struct{}
 }
 
 // builds are the binaries of one check: the main one (the schema, or the
@@ -193,7 +237,7 @@ func (c *checker) prepare(ctx context.Context, vs []variant.Variant) (*builds, e
 		res := runner.Build(ctx, o.Root, plain, b.main, b.pkg)
 		c.step("build", "the answer on the plain checkpoint (the schema did not build)", res.Elapsed)
 		if res.OK() {
-			c.r.Notes = append(c.r.Notes, "the mutant schema did not build with this answer, so each mutant and wheat was built on its own (slower; a course bug worth reporting):\n"+report.Shorten(buildOutput(b.mainRes), 600))
+			c.note("the mutant schema did not build with this answer, so each mutant and wheat was built on its own (slower; a course bug worth reporting):\n" + report.Shorten(buildOutput(b.mainRes), 600))
 			for _, v := range b.schema.Members {
 				b.own[v] = ""
 			}
@@ -252,7 +296,7 @@ func (c *checker) reference(ctx context.Context, b *builds) *report.Run {
 	switch {
 	case res.flaky:
 		run.Status = report.Fail
-		c.r.Notes = append(c.r.Notes, "flaky: the answer passed "+res.rate+" runs on the correct checkpoint")
+		c.note("flaky: the answer passed " + res.rate + " runs on the correct checkpoint")
 	case res.busy:
 		run.Status = report.Busy
 	case res.good:
@@ -271,10 +315,13 @@ func (c *checker) reference(ctx context.Context, b *builds) *report.Run {
 
 // variants runs the answer on each mutant and wheat.
 func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant) {
+	began := time.Now()
 	c.buildOwn(ctx, b, vs)
-	// Two runs at a time: each answer mostly waits on its fake suppliers,
-	// so two fit on a 2-core machine, and a run that a neighbour held back
-	// is caught by the busy check and run again.
+	c.r.BuildMS += time.Since(began).Milliseconds()
+	// A few runs at a time (besides the reference's): each answer mostly
+	// waits on its fake suppliers or its Redis, so several fit on a 2-core
+	// machine, and a run that a neighbour held back is caught by the busy
+	// check and run again.
 	sem := make(chan struct{}, runsAtOnce)
 	var wg sync.WaitGroup
 	for i, v := range vs {
@@ -297,19 +344,26 @@ func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant)
 		}
 		waitFrom := time.Now()
 		sem <- struct{}{}
+		if ctx.Err() != nil { // stopped while waiting for a turn
+			<-sem
+			break
+		}
 		c.step("wait", string(v.Kind)+" "+v.Name+" for its turn", time.Since(waitFrom))
 		wg.Go(func() {
 			defer func() { <-sem }()
+			began := time.Now()
 			wantPass := v.Kind == report.Wheat
 			res := c.judge(ctx, string(v.Kind)+" "+v.Name, bin, env, wantPass, v.Required)
 			setProp(p, v, res, c.o.Timeout)
+			p.ElapsedMS = time.Since(began).Milliseconds()
 		})
 	}
 	wg.Wait()
 }
 
-// runsAtOnce is how many mutant and wheat runs share the machine.
-const runsAtOnce = 2
+// runsAtOnce is how many mutant and wheat runs share the machine with the
+// reference's.
+const runsAtOnce = 4
 
 // step records where time went; runs that go at once share the record.
 func (c *checker) step(kind, what string, d time.Duration) {
@@ -490,6 +544,9 @@ func (c *checker) run(ctx context.Context, what, bin, env string) (runner.Result
 	cmd := runner.Cmd{Name: exe, Dir: scratch, Timeout: c.o.Timeout}
 	if env != "" {
 		cmd.Env = []string{env}
+	}
+	if db := c.redis.env(); db != "" {
+		cmd.Env = append(cmd.Env, db)
 	}
 	res := runner.Run(ctx, cmd)
 	c.step("run", what, res.Elapsed)

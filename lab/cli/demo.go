@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"quoteflowlab.dev/lab/internal/demo"
+)
+
+// runDemo runs a lesson page's experiments end to end.
+func runDemo(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("demo", "NN [NAME]", stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lab demo NN [NAME]")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Runs an experiment a lesson page shows, end to end: it builds the checkpoint (and the mutant")
+		fmt.Fprintln(stderr, "it compares with), starts the provider lab, the QuoteFlow processes and a redis-server (the")
+		fmt.Fprintln(stderr, "embedded stand-in when there is none) on free loopback ports, prints the page's table, and")
+		fmt.Fprintln(stderr, "stops everything it started (Ctrl-C too). Without NAME, every demo of the lesson, in page order.")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "demos:")
+		for _, d := range demo.All {
+			fmt.Fprintf(stderr, "  lab demo %d %-16s %s\n", d.Lesson, d.Name, d.Summary)
+		}
+	}
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		return usageError(fs, stderr, "want a lesson number and, optionally, a demo name")
+	}
+	lesson, err := strconv.Atoi(pos[0])
+	name := ""
+	if len(pos) == 2 {
+		name = pos[1]
+	}
+	demos := demo.Find(lesson, name)
+	if err != nil || len(demos) == 0 {
+		return usageError(fs, stderr, "no demo %q", fmt.Sprint(pos))
+	}
+	root, ok := findRoot("demo", stderr)
+	if !ok {
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	for i, d := range demos {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		if len(demos) > 1 {
+			fmt.Fprintf(stdout, "$ lab demo %d %s\n", d.Lesson, d.Name)
+		}
+		if err := Demo(ctx, root, d, stdout, stderr); err != nil {
+			fmt.Fprintf(stderr, "lab demo %d %s: %v\n", d.Lesson, d.Name, err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// Demo runs one demo in a fresh environment that it stops afterwards.
+func Demo(ctx context.Context, root string, d demo.Demo, stdout, log io.Writer) error {
+	env, err := demo.NewEnv(root, log)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	if err := d.Run(ctx, env, stdout); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted; everything it started is stopped")
+		}
+		return err
+	}
+	return nil
+}

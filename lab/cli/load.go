@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"quoteflowlab.dev/lab/internal/load"
+	"quoteflowlab.dev/lab/internal/watch"
+)
+
+const loadUsage = `[--target URL[,URL...]] (quote | basket --lines N) [--scenario S]
+       (--concurrency N | --rate R) (--duration D | --requests N) [--provider URL] [--reset] [--json]`
+
+// runLoad sends QuoteFlow requests at a concurrency or a rate (vegeta's
+// attacker) and prints what came back and what the provider lab counted.
+func runLoad(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("load", loadUsage, stderr)
+	target := fs.String("target", "http://127.0.0.1:9100", "QuoteFlow base `URL`s, comma-separated, sent to round robin")
+	lines := fs.Int("lines", 0, "basket: `N` lines per basket (1 to 50)")
+	scenario := fs.String("scenario", "normal", "provider scenario the request names (normal, slow, outage, ratelimited, flaky, ...)")
+	conc := fs.Int("concurrency", 0, "keep `N` requests in flight: each answer starts the next")
+	rate := fs.Float64("rate", 0, "send `R` requests per second, however slow the answers")
+	dur := fs.Duration("duration", 0, "stop sending after `D` (e.g. 10s)")
+	reqs := fs.Int("requests", 0, "stop after `N` requests (with --duration: whichever comes first)")
+	timeout := fs.Duration("timeout", 30*time.Second, "one request's limit")
+	prov := fs.String("provider", "", "provider lab base `URL` (e.g. "+providerDefaultURL+"): print its /stats difference over the run")
+	reset := fs.Bool("reset", false, "with --provider: POST /reset first, so max_active is this run's own peak (zeroes everyone's counters)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: lab load %s\n\n", loadUsage)
+		fmt.Fprintln(stderr, "Sends QuoteFlow requests (POST /api/quotes, or /api/baskets with --lines) and prints")
+		fmt.Fprintln(stderr, "the statuses, the per-supplier failure codes inside the answers, latency p50/p90/p99/max")
+		fmt.Fprintln(stderr, "with a histogram and, with --provider, what the provider lab counted over the run:")
+		fmt.Fprintln(stderr, "calls, max_active, 429s, early_retries, client_gone, abandoned. A progress line is")
+		fmt.Fprintln(stderr, "printed on a terminal for runs over 2 s. Ctrl-C stops the run and reports what came back.")
+		fmt.Fprintln(stderr, "\nexample: lab load quote --scenario slow --concurrency 8 --duration 5s --provider "+providerDefaultURL)
+		fmt.Fprintln(stderr, "\nflags:")
+		fs.PrintDefaults()
+	}
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(fs, stderr, "want one request kind, quote or basket")
+	}
+	cfg := load.Config{
+		Request: pos[0], Lines: *lines, Scenario: *scenario, Concurrency: *conc, Rate: *rate,
+		Duration: *dur, Requests: *reqs, Timeout: *timeout, Provider: *prov, Reset: *reset,
+	}
+	for _, t := range strings.Split(*target, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			cfg.Targets = append(cfg.Targets, t)
+		}
+	}
+	if cfg.Request == "quote" && *lines != 0 {
+		return usageError(fs, stderr, "--lines is for baskets: lab load basket --lines N")
+	}
+	if *reset && *prov == "" {
+		return usageError(fs, stderr, "--reset needs --provider URL")
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	progress := false
+	if f, ok := stderr.(*os.File); ok && watch.IsTerminal(f) && (cfg.Duration > 2*time.Second || cfg.Duration == 0) {
+		progress = true
+		cfg.Progress = func(done int, elapsed time.Duration) {
+			if elapsed < 2*time.Second {
+				return
+			}
+			line := fmt.Sprintf("lab load: %d answered, %.1f s", done, elapsed.Seconds())
+			if cfg.Duration > 0 {
+				line += fmt.Sprintf(" of %.0f s", cfg.Duration.Seconds())
+			}
+			fmt.Fprintf(stderr, "\r%-60s", line)
+		}
+	}
+	rep, err := load.Run(ctx, cfg)
+	if progress {
+		fmt.Fprintf(stderr, "\r%-60s\r", "")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "lab load: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(rep)
+	} else {
+		rep.Text(stdout)
+	}
+	if rep.Requests == 0 {
+		fmt.Fprintln(stderr, "lab load: no request was answered")
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,442 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// leasesKey is checkpoint 17's sorted set of leases (quota.DefaultPrefix).
+const leasesKey = "{quoteflow}:leases"
+
+// three starts three checkpoint 17 processes on prov, with extra flags.
+func three(ctx context.Context, e *Env, bin, prov string, extra ...string) ([]*Proc, error) {
+	ps := make([]*Proc, 3)
+	for i := range ps {
+		p, err := e.Quoteflow(ctx, bin, prov, extra...)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintln(e.Log, p.First)
+		ps[i] = p
+	}
+	return ps, nil
+}
+
+// quotes sends n quotes at scenario to each process at once and counts the
+// answers' statuses and failure codes.
+func quotes(ctx context.Context, ps []*Proc, n int, scenario string) (statuses, codes map[string]int) {
+	var mu sync.Mutex
+	statuses, codes = map[string]int{}, map[string]int{}
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		for range n {
+			wg.Go(func() {
+				q, status, _, err := postQuote(ctx, p.URL, scenario)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					statuses["error"]++
+					return
+				}
+				statuses[fmt.Sprint(status)]++
+				for _, f := range q.Failures {
+					codes[f.Code]++
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return statuses, codes
+}
+
+func threeProcesses(ctx context.Context, e *Env, w io.Writer) error {
+	bin, err := e.Build(ctx, 17, "")
+	if err != nil {
+		return err
+	}
+	rows := map[string][]any{}
+	order := []string{"responses", "failure codes", "supplier calls (provider)", "max_active (provider)", "provider statuses"}
+	for _, shared := range []bool{false, true} {
+		prov, err := e.Provider()
+		if err != nil {
+			return err
+		}
+		var extra []string
+		if shared {
+			r, err := e.Redis(ctx)
+			if err != nil {
+				return err
+			}
+			extra = []string{"--redis", r.URL()}
+		}
+		ps, err := three(ctx, e, bin, prov.URL, extra...)
+		if err != nil {
+			return err
+		}
+		statuses, codes := quotes(ctx, ps, 12, "slow")
+		st, err := stats(ctx, prov.URL)
+		if err != nil {
+			return err
+		}
+		ps64 := map[string]int{}
+		for k, v := range st.PerStatus {
+			ps64[k] = int(v)
+		}
+		for k, v := range map[string]any{
+			"responses": counts(statuses), "failure codes": counts(codes), "supplier calls (provider)": st.Total,
+			"max_active (provider)": st.MaxActive, "provider statuses": counts(ps64),
+		} {
+			rows[k] = append(rows[k], v)
+		}
+		for _, p := range ps {
+			p.Kill()
+		}
+	}
+	fmt.Fprintln(w, "three checkpoint 17 processes, 12 quotes at slow sent at once to each (36 in all); first each with its")
+	fmt.Fprintln(w, "own limit of 6 (no --redis), then all three on one redis-server (--redis): one quota of 6")
+	t := Table{Columns: []string{"local limits", "one Redis quota"}}
+	for _, k := range order {
+		t.Add(k, rows[k]...)
+	}
+	t.Print(w)
+	return nil
+}
+
+func kill9(ctx context.Context, e *Env, w io.Writer) error {
+	setups := []setup{{"checkpoint 17", ""}, {"no_ttl", "no_ttl"}}
+	bins, err := buildAll(ctx, e, 17, setups)
+	if err != nil {
+		return err
+	}
+	rows := map[string][]any{}
+	order := []string{"leases the killed process held", "its leases expired after (s)", "others held 6 again after (s)", "most leases held at once"}
+	for i := range setups {
+		vals, err := kill9Run(ctx, e, bins[i])
+		if err != nil {
+			return err
+		}
+		for k, v := range vals {
+			rows[k] = append(rows[k], v)
+		}
+	}
+	fmt.Fprintln(w, "three checkpoint 17 processes on one redis-server (a quota of 6, leases with a TTL of 2 s renewed every")
+	fmt.Fprintln(w, "TTL/3), under steady slow load (8, 3 and 3 quotes in flight); one is killed with kill -9 after 2 s.")
+	fmt.Fprintln(w, "Witness: the lease set itself, sampled every 5 ms on Redis's clock; no_ttl: leases that never expire")
+	t := Table{Columns: columns(setups)}
+	for _, k := range order {
+		t.Add(k, rows[k]...)
+	}
+	t.Print(w)
+	return nil
+}
+
+func kill9Run(ctx context.Context, e *Env, bin string) (map[string]any, error) {
+	prov, err := e.Provider()
+	if err != nil {
+		return nil, err
+	}
+	r, err := e.Redis(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := three(ctx, e, bin, prov.URL, "--redis", r.URL())
+	if err != nil {
+		return nil, err
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+
+	// Steady load: 8, 3 and 3 slow quotes in flight, each answer followed by the next.
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stopLoad()
+	for i, n := range []int{8, 3, 3} {
+		for range n {
+			wg.Go(func() {
+				for loadCtx.Err() == nil {
+					postQuote(loadCtx, ps[i].URL, "slow")
+				}
+			})
+		}
+	}
+	type sample struct {
+		at     time.Duration
+		owners map[string][]string
+	}
+	read := func() (map[string][]string, error) {
+		members, err := rdb.ZRangeByScore(ctx, leasesKey, &redis.ZRangeBy{Min: "-inf", Max: "+inf"}).Result()
+		if err != nil {
+			return nil, err
+		}
+		out := map[string][]string{}
+		for _, m := range members {
+			owner, _, _ := strings.Cut(m, ":")
+			out[owner] = append(out[owner], m)
+		}
+		return out, nil
+	}
+	// The leases' expiry is Redis's clock: a member whose score has passed
+	// is not held, whether or not a script has removed it yet.
+	held := func() (map[string]int, error) {
+		t, err := rdb.Time(ctx).Result()
+		if err != nil {
+			return nil, err
+		}
+		zs, err := rdb.ZRangeByScoreWithScores(ctx, leasesKey, &redis.ZRangeBy{Min: fmt.Sprint(t.UnixMilli() + 1), Max: "+inf"}).Result()
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]int{}
+		for _, z := range zs {
+			owner, _, _ := strings.Cut(fmt.Sprint(z.Member), ":")
+			out[owner]++
+		}
+		return out, nil
+	}
+	if err := pause(ctx, 2*time.Second); err != nil {
+		return nil, err
+	}
+	var most atomic.Int64
+	atKill, err := held()
+	if err != nil {
+		return nil, err
+	}
+	before, err := read()
+	if err != nil {
+		return nil, err
+	}
+	killedAt := time.Now()
+	ps[0].Kill()
+	// The killed process's leases are the ones whose owner takes no new lease
+	// after the kill; sample every 5 ms for 4 s.
+	seen := map[string]bool{}
+	for _, ms := range before {
+		for _, m := range ms {
+			seen[m] = true
+		}
+	}
+	alive := map[string]bool{}
+	var expired, back time.Duration
+	var samples []sample
+	for time.Since(killedAt) < 4*time.Second {
+		now, err := read()
+		if err != nil {
+			return nil, err
+		}
+		h, err := held()
+		if err != nil {
+			return nil, err
+		}
+		at := time.Since(killedAt)
+		total := 0
+		for owner, ms := range now {
+			for _, m := range ms {
+				if !seen[m] {
+					alive[owner] = true
+				}
+			}
+		}
+		for _, n := range h {
+			total += n
+		}
+		most.Store(max(most.Load(), int64(total)))
+		samples = append(samples, sample{at, now})
+		dead := 0
+		others := 0
+		for owner, n := range h {
+			if alive[owner] {
+				others += n
+			} else {
+				dead += n
+			}
+		}
+		if at > 300*time.Millisecond && dead == 0 && expired == 0 {
+			expired = at
+		}
+		if at > 300*time.Millisecond && others == 6 && back == 0 && expired != 0 {
+			back = at
+		}
+		if expired != 0 && back != 0 && at > expired+500*time.Millisecond {
+			break
+		}
+		if err := pause(ctx, 5*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	killedHeld := 0
+	for owner, n := range atKill {
+		if !alive[owner] {
+			killedHeld += n
+		}
+	}
+	for _, p := range ps[1:] {
+		p.Kill()
+	}
+	return map[string]any{
+		"leases the killed process held": killedHeld, "its leases expired after (s)": orNever(expired),
+		"others held 6 again after (s)": orNever(back), "most leases held at once": most.Load(),
+	}, nil
+}
+
+func orNever(d time.Duration) string {
+	if d == 0 {
+		return "never (4 s)"
+	}
+	return secs(d)
+}
+
+func rateLimited17(ctx context.Context, e *Env, w io.Writer) error {
+	bin, err := e.Build(ctx, 17, "")
+	if err != nil {
+		return err
+	}
+	rows := map[string][]any{}
+	order := []string{"responses", "failure codes", "supplier calls (provider)", "429s sent (provider)"}
+	for _, shared := range []bool{false, true} {
+		prov, err := e.Provider()
+		if err != nil {
+			return err
+		}
+		var extra []string
+		if shared {
+			r, err := e.Redis(ctx)
+			if err != nil {
+				return err
+			}
+			extra = []string{"--redis", r.URL(), "--rate", "5/250ms"}
+		}
+		ps, err := three(ctx, e, bin, prov.URL, extra...)
+		if err != nil {
+			return err
+		}
+		statuses, codes := map[string]int{}, map[string]int{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for range 8 { // a burst every 750 ms for 6 s
+			wg.Go(func() {
+				s, c := quotes(ctx, ps, 4, "ratelimited")
+				mu.Lock()
+				defer mu.Unlock()
+				for k, v := range s {
+					statuses[k] += v
+				}
+				for k, v := range c {
+					codes[k] += v
+				}
+			})
+			if err := pause(ctx, 750*time.Millisecond); err != nil {
+				return err
+			}
+		}
+		wg.Wait()
+		st, err := stats(ctx, prov.URL)
+		if err != nil {
+			return err
+		}
+		for k, v := range map[string]any{
+			"responses": counts(statuses), "failure codes": counts(codes), "supplier calls (provider)": st.Total,
+			"429s sent (provider)": st.RateLimited,
+		} {
+			rows[k] = append(rows[k], v)
+		}
+		for _, p := range ps {
+			p.Kill()
+		}
+	}
+	fmt.Fprintln(w, "three checkpoint 17 processes; a burst of 12 quotes at ratelimited (4 to each) every 750 ms for 6 s;")
+	fmt.Fprintln(w, "boreal admits 5 requests in any 200 ms. First local limits only, then one Redis with --rate 5/250ms")
+	t := Table{Columns: []string{"local limits", "Redis, --rate 5/250ms"}}
+	for _, k := range order {
+		t.Add(k, rows[k]...)
+	}
+	t.Print(w)
+	return nil
+}
+
+func redisOutage(ctx context.Context, e *Env, w io.Writer) error {
+	bin, err := e.Build(ctx, 17, "")
+	if err != nil {
+		return err
+	}
+	prov, err := e.Provider()
+	if err != nil {
+		return err
+	}
+	r, err := e.Redis(ctx)
+	if err != nil {
+		return err
+	}
+	p, err := e.Quoteflow(ctx, bin, prov.URL, "--redis", r.URL())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.Log, p.First)
+	one := func() (string, string, time.Duration, error) {
+		q, status, took, err := postQuote(ctx, p.URL, "normal")
+		if err != nil {
+			return "", "", took, err
+		}
+		m := map[string]int{}
+		for _, f := range q.Failures {
+			m[f.Code]++
+		}
+		return fmt.Sprintf("%d, %d quotes", status, len(q.Quotes)), counts(m), took, nil
+	}
+	beforeS, beforeC, _, err := one()
+	if err != nil {
+		return err
+	}
+	r.Stop()
+	before, err := stats(ctx, prov.URL)
+	if err != nil {
+		return err
+	}
+	downS, downC, downTook, err := one()
+	if err != nil {
+		return err
+	}
+	after, err := stats(ctx, prov.URL)
+	if err != nil {
+		return err
+	}
+	if err := r.Start(ctx); err != nil {
+		return err
+	}
+	started := time.Now()
+	var backAfter time.Duration
+	for time.Since(started) < 10*time.Second {
+		q, status, _, err := postQuote(ctx, p.URL, "normal")
+		if err == nil && status == 200 && len(q.Failures) == 0 && len(q.Quotes) > 0 {
+			backAfter = time.Since(started)
+			break
+		}
+		if err := pause(ctx, 20*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	kind := "redis-server"
+	if !r.Real {
+		kind = "the embedded stand-in (no redis-server installed)"
+	}
+	fmt.Fprintf(w, "one checkpoint 17 process on %s; one quote at normal before, one with Redis killed, then\n", kind)
+	fmt.Fprintln(w, "Redis started again on the same port, empty, and a quote every 20 ms until one is complete")
+	t := Table{Columns: []string{"checkpoint 17"}}
+	t.Add("before: status", beforeS)
+	t.Add("before: failure codes", beforeC)
+	t.Add("Redis down: status", downS)
+	t.Add("Redis down: failure codes", downC)
+	t.Add("Redis down: answered in (s)", fmt.Sprintf("%.3f", downTook.Seconds()))
+	t.Add("Redis down: supplier calls", after.Total-before.Total)
+	t.Add("first complete quote after (s)", orNever(backAfter))
+	t.Print(w)
+	return nil
+}

@@ -1,0 +1,321 @@
+// Package demo runs the experiments lessons 16 and 17 show, each end to
+// end: it starts what the experiment needs on free loopback ports (the
+// provider lab in this process, checkpoint builds as processes, a
+// redis-server or the embedded stand-in), runs it, prints the page's table
+// and stops everything it started, whatever happens.
+package demo
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+
+	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/runner"
+	"quoteflowlab.dev/lab/internal/variant"
+	"quoteflowlab.dev/provider"
+)
+
+// startTimeout caps the wait for a started process to say where it listens.
+const startTimeout = 20 * time.Second
+
+// Env is what one demo run started; Close stops all of it.
+type Env struct {
+	Root string // repository root
+	Dir  string // scratch directory, removed by Close
+	Log  io.Writer
+
+	mu      sync.Mutex
+	closers []func()
+	bins    map[string]string
+}
+
+// NewEnv makes an Env with a scratch directory.
+func NewEnv(root string, log io.Writer) (*Env, error) {
+	dir, err := os.MkdirTemp("", "lab-demo-")
+	if err != nil {
+		return nil, err
+	}
+	return &Env{Root: root, Dir: dir, Log: log, bins: map[string]string{}}, nil
+}
+
+func (e *Env) onClose(f func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closers = append(e.closers, f)
+}
+
+// Close stops everything started, newest first, and removes the scratch directory.
+func (e *Env) Close() {
+	e.mu.Lock()
+	cs := e.closers
+	e.closers = nil
+	e.mu.Unlock()
+	for i := len(cs) - 1; i >= 0; i-- {
+		cs[i]()
+	}
+	os.RemoveAll(e.Dir)
+}
+
+// Provider starts a provider lab in this process on a free port.
+func (e *Env) Provider() (*provider.Server, error) {
+	srv, err := provider.Start(provider.Options{LatencyScale: 1}, "127.0.0.1:0", "")
+	if err != nil {
+		return nil, err
+	}
+	e.onClose(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	return srv, nil
+}
+
+// Build builds checkpoints/NN's quoteflow command, with the mutant named
+// (from lessons/NN/mutants) applied as an overlay when mutant is not "".
+func (e *Env) Build(ctx context.Context, lesson int, mutant string) (string, error) {
+	key := strconv.Itoa(lesson) + "/" + mutant
+	if bin, ok := e.bins[key]; ok {
+		return bin, nil
+	}
+	l, ok := course.ByNumber(lesson)
+	if !ok {
+		return "", fmt.Errorf("no lesson %d", lesson)
+	}
+	overlay := ""
+	if mutant != "" {
+		vs, err := variant.Load(e.Root, l.Checks(), l.Exercise())
+		if err != nil {
+			return "", err
+		}
+		var found *variant.Variant
+		for i := range vs {
+			if vs[i].Name == mutant {
+				found = &vs[i]
+			}
+		}
+		if found == nil {
+			return "", fmt.Errorf("no check %s in %s", mutant, l.Checks())
+		}
+		if overlay, err = variant.WriteOverlay(e.Root, filepath.Join(e.Dir, "overlay-"+mutant), *found); err != nil {
+			return "", err
+		}
+	}
+	name := "quoteflow" + strconv.Itoa(lesson)
+	if mutant != "" {
+		name += "-" + mutant
+	}
+	bin := filepath.Join(e.Dir, "bin", runner.Exe(name))
+	fmt.Fprintf(e.Log, "building %s/cmd/quoteflow%s\n", l.Checkpoint(), map[bool]string{true: " with the mutant " + mutant}[mutant != ""])
+	res := runner.Build(ctx, filepath.Join(e.Root, filepath.FromSlash(l.Checkpoint())), overlay, bin, "./cmd/quoteflow")
+	if !res.OK() {
+		if res.Err != nil {
+			return "", res.Err
+		}
+		return "", fmt.Errorf("go build %s: %s", l.Checkpoint(), strings.TrimSpace(res.Output))
+	}
+	e.bins[key] = bin
+	return bin, nil
+}
+
+// A Proc is a started QuoteFlow process.
+type Proc struct {
+	URL   string
+	First string // its first line
+	cmd   *exec.Cmd
+	done  chan struct{}
+	once  sync.Once
+}
+
+// Kill kills the process with its whole group (kill -9) and waits for it.
+func (p *Proc) Kill() {
+	p.once.Do(func() {
+		runner.KillGroup(p.cmd)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+		}
+	})
+}
+
+// Quoteflow starts bin (a quoteflow build) on a free port against the
+// provider at providerURL, with extra flags, and waits (capped) for the
+// line that says where it listens.
+func (e *Env) Quoteflow(ctx context.Context, bin, providerURL string, extra ...string) (*Proc, error) {
+	data, err := os.MkdirTemp(e.Dir, "data-")
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"--addr", "127.0.0.1:0", "--provider", providerURL, "--data", data}, extra...)
+	cmd := exec.Command(bin, args...)
+	runner.SetGroup(cmd)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(e.Dir, filepath.Base(data)+".log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	p := &Proc{cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); logf.Close(); close(p.done) }()
+	e.onClose(p.Kill)
+	lines := make(chan string, 4)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		close(lines)
+	}()
+	timer := time.NewTimer(startTimeout)
+	defer timer.Stop()
+	select {
+	case line, ok := <-lines:
+		const prefix = "quoteflow listening on "
+		if !ok || !strings.HasPrefix(line, prefix) {
+			p.Kill()
+			log, _ := os.ReadFile(logf.Name())
+			return nil, fmt.Errorf("%s did not start: %q %s", filepath.Base(bin), line, strings.TrimSpace(string(log)))
+		}
+		p.First = line
+		rest := strings.TrimPrefix(line, prefix)
+		p.URL, _, _ = strings.Cut(rest, " ")
+		return p, nil
+	case <-timer.C:
+		p.Kill()
+		return nil, fmt.Errorf("%s did not say where it listens within %s", filepath.Base(bin), startTimeout)
+	case <-ctx.Done():
+		p.Kill()
+		return nil, ctx.Err()
+	}
+}
+
+// A Redis is a redis-server (or the embedded stand-in) on a loopback port.
+type Redis struct {
+	Addr  string
+	Real  bool // a real redis-server, not the stand-in
+	proc  *exec.Cmd
+	done  chan struct{}
+	mini  *miniredis.Miniredis
+	e     *Env
+	alive bool
+}
+
+// URL is its redis:// URL.
+func (r *Redis) URL() string { return "redis://" + r.Addr + "/0" }
+
+// Redis starts redis-server on a free port (no persistence), or the
+// embedded stand-in when there is no redis-server on PATH.
+func (e *Env) Redis(ctx context.Context) (*Redis, error) {
+	r := &Redis{e: e}
+	_, err := exec.LookPath("redis-server")
+	r.Real = err == nil
+	for attempt := 0; ; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		r.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if err = r.Start(ctx); err == nil {
+			e.onClose(r.Stop)
+			return r, nil
+		}
+		if attempt == 4 {
+			return nil, err
+		}
+	}
+}
+
+// Start (re)starts the server on its address, empty.
+func (r *Redis) Start(ctx context.Context) error {
+	if !r.Real {
+		r.mini = miniredis.NewMiniRedis()
+		r.mini.ClockTTL(true)
+		if err := r.mini.StartAddr(r.Addr); err != nil {
+			return err
+		}
+		r.alive = true
+		return nil
+	}
+	_, port, _ := net.SplitHostPort(r.Addr)
+	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", r.e.Dir)
+	runner.SetGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	r.proc, r.done = cmd, make(chan struct{})
+	done := r.done
+	go func() { cmd.Wait(); close(done) }()
+	r.alive = true
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", r.Addr, 100*time.Millisecond)
+		if err == nil {
+			fmt.Fprintf(c, "PING\r\n")
+			buf := make([]byte, 7)
+			c.SetReadDeadline(time.Now().Add(time.Second))
+			n, _ := io.ReadFull(c, buf)
+			c.Close()
+			if strings.HasPrefix(string(buf[:n]), "+PONG") {
+				return nil
+			}
+		}
+		select {
+		case <-done:
+			return errors.New("redis-server exited at start (port taken?)")
+		case <-ctx.Done():
+			r.Stop()
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	r.Stop()
+	return errors.New("redis-server did not answer PING within 5 s")
+}
+
+// Stop kills the server (kill -9 for the real one: nothing kept).
+func (r *Redis) Stop() {
+	if !r.alive {
+		return
+	}
+	r.alive = false
+	if r.mini != nil {
+		r.mini.Close()
+		return
+	}
+	runner.KillGroup(r.proc)
+	select {
+	case <-r.done:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

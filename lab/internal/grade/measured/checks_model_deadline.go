@@ -1,0 +1,284 @@
+package measured
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+)
+
+// A deadline target: a partner /call of delayMS, the blackhole, or the
+// status server answering code.
+type dlTarget struct {
+	hole    bool
+	code    int // the status server's answer; 0: a partner /call
+	delayMS int
+}
+
+// work is what the target takes to answer in full (0 for the blackhole).
+func (t dlTarget) work() float64 {
+	if t.hole || t.code != 0 {
+		return 0
+	}
+	return float64(t.delayMS)
+}
+
+// A deadlineCase is one run of deadline.
+type deadlineCase struct {
+	budget, minMS int     // minMS 0 leaves --min-ms out
+	connect       float64 // seconds; 0 leaves --connect out (1 s)
+	targets       []dlTarget
+}
+
+func (c deadlineCase) connectMS() float64 { return secondsOr(c.connect, 1) }
+
+// delays is the partner delay of each target, 0 for the others.
+func (c deadlineCase) delays() []int {
+	var out []int
+	for _, t := range c.targets {
+		out = append(out, int(t.work()))
+	}
+	return out
+}
+
+func (c deadlineCase) args(l *lab, key string) ([]string, []string) {
+	args := []string{"--budget-ms", fmt.Sprint(c.budget)}
+	if c.minMS != 0 {
+		args = append(args, "--min-ms", fmt.Sprint(c.minMS))
+	}
+	if c.connect != 0 {
+		args = append(args, "--connect", fmt.Sprint(c.connect))
+	}
+	var urls []string
+	for _, t := range c.targets {
+		u := fmt.Sprintf("%s/call?ms=%d&key=%s", l.base, t.delayMS, key)
+		switch {
+		case t.hole:
+			u = "http://" + l.blackhole + "/"
+		case t.code != 0:
+			u = fmt.Sprintf("%s/status/%d", l.status, t.code)
+		}
+		urls = append(urls, u)
+		args = append(args, "--url", u)
+	}
+	return args, urls
+}
+
+func (c deadlineCase) String() string {
+	var ts []string
+	for _, t := range c.targets {
+		switch {
+		case t.hole:
+			ts = append(ts, "blackhole")
+		case t.code != 0:
+			ts = append(ts, fmt.Sprint(t.code))
+		default:
+			ts = append(ts, fmt.Sprintf("%d ms", t.delayMS))
+		}
+	}
+	s := fmt.Sprintf("deadline --budget-ms %d", c.budget)
+	if c.minMS != 0 {
+		s += fmt.Sprintf(" --min-ms %d", c.minMS)
+	}
+	if c.connect != 0 {
+		s += fmt.Sprintf(" --connect %v", c.connect)
+	}
+	return s + " [" + strings.Join(ts, ", ") + "]"
+}
+
+// plan is what the contract makes of the run on an ideal clock (no
+// start-up, no transit): each call's phase, and whether the connect of a
+// blackhole call was cut by the budget rather than by its own limit.
+func (c deadlineCase) plan() (phases []string, budgetConnect []bool) {
+	used := 0.0
+	floor := max(float64(c.minMS), 1)
+	for _, t := range c.targets {
+		left := float64(c.budget) - used
+		cut := false
+		switch {
+		case left < floor:
+			phases = append(phases, "no_budget")
+		case t.hole:
+			phases = append(phases, "connect")
+			cut = c.connectMS() >= left
+			used += min(c.connectMS(), left)
+		case t.work() < left:
+			phases = append(phases, "done")
+			used += t.work()
+		default:
+			phases = append(phases, "read")
+			used += left
+		}
+		budgetConnect = append(budgetConnect, cut)
+	}
+	return phases, budgetConnect
+}
+
+// margin is how close, on the ideal clock, any decision of the run comes to
+// its boundary: a random case is kept only when every one is 250 ms away.
+func (c deadlineCase) margin() float64 {
+	used, m := 0.0, 1e9
+	floor := max(float64(c.minMS), 1)
+	for _, t := range c.targets {
+		left := float64(c.budget) - used
+		m = min(m, abs(left-floor))
+		if left < floor {
+			continue
+		}
+		switch {
+		case t.hole:
+			m = min(m, abs(c.connectMS()-left))
+			used += min(c.connectMS(), left)
+		case t.work() < left:
+			m = min(m, left-t.work())
+			used += t.work()
+		default:
+			m = min(m, t.work()-left)
+			used += left
+		}
+	}
+	return m
+}
+
+func abs(x float64) float64 { return max(x, -x) }
+
+// The fixed deadline runs beyond those of the property checks: every call
+// answered (exceeded false), no optional flags, the blackhole under a budget
+// longer than the connect limit (both connects end at their limit,
+// exceeded false), and a received 404.
+var deadlineCases = map[string]deadlineCase{
+	"left":     {budget: 1600, minMS: 100, connect: 1, targets: []dlTarget{{delayMS: 600}, {delayMS: 600}, {delayMS: 5000}}},
+	"floor":    {budget: 1000, minMS: 300, connect: 1, targets: []dlTarget{{delayMS: 400}, {delayMS: 400}, {delayMS: 50}}},
+	"connect":  {budget: 800, connect: 6, targets: []dlTarget{{hole: true}, {hole: true}}},
+	"fits":     {budget: 1500, minMS: 100, connect: 1, targets: []dlTarget{{delayMS: 100}, {code: 404}, {delayMS: 200}}},
+	"defaults": {budget: 1200, targets: []dlTarget{{delayMS: 100}}},
+	"holes":    {budget: 2500, connect: 0.4, targets: []dlTarget{{hole: true}, {delayMS: 100}, {hole: true}}},
+}
+
+// randomDeadlineCases draws n deadline runs far from every boundary.
+func randomDeadlineCases(r *rand.Rand, n int) map[string]deadlineCase {
+	out := map[string]deadlineCase{}
+	for len(out) < n {
+		c := deadlineCase{budget: 400 + r.IntN(1400)}
+		if r.IntN(2) == 0 {
+			c.minMS = 50 + r.IntN(400)
+		}
+		if r.IntN(3) > 0 {
+			c.connect = float64(2+r.IntN(9)) / 10
+		}
+		for range 1 + r.IntN(4) {
+			switch r.IntN(6) {
+			case 0:
+				c.targets = append(c.targets, dlTarget{hole: true})
+			case 1:
+				c.targets = append(c.targets, dlTarget{code: []int{200, 404, 429, 503}[r.IntN(4)]})
+			default:
+				c.targets = append(c.targets, dlTarget{delayMS: r.IntN(900)})
+			}
+		}
+		if c.margin() < 250 {
+			continue
+		}
+		out[fmt.Sprintf("random%d", len(out))] = c
+	}
+	return out
+}
+
+// earlier reports whether got is what a slower clock makes of want: a call
+// the ideal clock finishes is cut or skipped, one it cuts is skipped.
+func earlier(want, got string) bool {
+	switch want {
+	case "done", "connect":
+		return got == "read" || got == "no_budget" || got == "connect"
+	case "read":
+		return got == "no_budget"
+	}
+	return false
+}
+
+// modelDeadline compares every field of one deadline run with the model.
+func modelDeadline(m *model, c deadlineCase, urls []string, o deadlineOut, r run, log []arrival) {
+	wall := r.wallMS()
+	budget := float64(c.budget)
+	floor := max(float64(c.minMS), 1)
+	phases, budgetConnect := c.plan()
+	m.need("budget_ms", o.BudgetMS == budget, "is %v, want the --budget-ms %d", o.BudgetMS, c.budget)
+	if !m.need("calls", len(o.Calls) == len(c.targets), "has %d entries for %d --url", len(o.Calls), len(c.targets)) {
+		for _, f := range fieldsOf(outputTypes["deadline"]) {
+			m.saw(f, "the calls do not match the --url flags")
+		}
+		return
+	}
+	skipped, read, anyBudgetConnect := 0, false, false
+	usedAtLeast := 0.0 // the time the calls before this one took at least
+	slowed := false    // a call came out as a slower clock makes it: later ones shift
+	made := 0
+	for i, call := range o.Calls {
+		t := c.targets[i]
+		f := func(name string) string { return "calls[]." + name }
+		m.need(f("url"), call.URL == urls[i], "of call %d is %q, want %q (the --url flags in order)", i+1, call.URL, urls[i])
+		switch {
+		case call.Phase == phases[i] || slowed && earlier(phases[i], call.Phase) || slowed && call.Phase == phases[i]:
+			m.seen[f("phase")] = true
+		case earlier(phases[i], call.Phase):
+			slowed = true
+			m.slow(f("phase"), "of call %d is %q where the budget leaves it %q: the calls before took longer than their work", i+1, call.Phase, phases[i])
+		default:
+			m.need(f("phase"), false, "of call %d is %q, want %q", i+1, call.Phase, phases[i])
+		}
+		wantOK := call.Phase == "done" && (t.code == 0 || t.code/100 == 2) && !t.hole
+		m.need(f("ok"), call.OK == wantOK, "of call %d is %v for phase %q, want %v", i+1, call.OK, call.Phase, wantOK)
+		left := budget - usedAtLeast // the most the call can have had left
+		m.need(f("elapsed_ms"), call.ElapsedMS <= wall+rounding, "of call %d is %.1f, more than the %.0f ms the process lived", i+1, call.ElapsedMS, wall)
+		switch call.Phase {
+		case "no_budget":
+			skipped++
+			m.need(f("elapsed_ms"), call.ElapsedMS == 0, "of call %d is %.1f for a call not made, want 0", i+1, call.ElapsedMS)
+			m.need(f("read_timeout_ms"), call.ReadTimeoutMS >= 0 && call.ReadTimeoutMS < floor+rounding, "of call %d is %.0f for a call skipped below the floor of %.0f ms", i+1, call.ReadTimeoutMS, floor)
+			continue
+		case "read":
+			read = true
+		}
+		made++
+		m.need(f("read_timeout_ms"), call.ReadTimeoutMS >= floor-rounding, "of call %d is %.0f: a call started with less than --min-ms %.0f left", i+1, call.ReadTimeoutMS, floor)
+		m.need(f("read_timeout_ms"), call.ReadTimeoutMS <= left+1, "of call %d is %.0f, more than the %.0f ms the calls before can have left", i+1, call.ReadTimeoutMS, left)
+		switch call.Phase {
+		case "done":
+			m.need(f("elapsed_ms"), call.ElapsedMS >= t.work()-rounding, "of call %d is %.1f for an answer sent after %.0f ms", i+1, call.ElapsedMS, t.work())
+			usedAtLeast += t.work()
+		case "read":
+			m.need(f("elapsed_ms"), call.ElapsedMS >= call.ReadTimeoutMS-early, "of call %d is %.1f, before its read limit of %.0f ms", i+1, call.ElapsedMS, call.ReadTimeoutMS)
+			usedAtLeast += max(call.ReadTimeoutMS-early, 0)
+		case "connect":
+			limit := min(c.connectMS(), call.ReadTimeoutMS)
+			if t.hole {
+				m.need(f("elapsed_ms"), call.ElapsedMS >= limit-early, "of call %d is %.1f, before its connect limit of %.0f ms", i+1, call.ElapsedMS, limit)
+				usedAtLeast += max(limit-early, 0)
+			}
+			if c.connectMS() >= call.ReadTimeoutMS-early || budgetConnect[i] {
+				anyBudgetConnect = true
+			}
+		}
+	}
+	m.need("skipped", o.Skipped == skipped, "is %d for %d calls in phase no_budget", o.Skipped, skipped)
+	want := skipped > 0 || read
+	if anyBudgetConnect && !want {
+		m.saw("exceeded", "a connect cut by the budget: the contract names skips and cut reads only")
+	} else {
+		m.need("exceeded", o.Exceeded == want, "is %v, want %v (%d skipped, a read cut: %v)", o.Exceeded, want, skipped, read)
+	}
+	sum := 0.0
+	for _, call := range o.Calls {
+		sum += call.ElapsedMS
+	}
+	m.need("total_ms", o.TotalMS <= wall+rounding, "is %.1f, more than the %.0f ms the process lived", o.TotalMS, wall)
+	m.need("total_ms", o.TotalMS >= sum-rounding, "is %.1f, less than the calls' %.1f ms together", o.TotalMS, sum)
+	if len(log) > 0 {
+		span := log[len(log)-1].at - log[0].at
+		m.need("total_ms", o.TotalMS >= span-rounding, "is %.1f, less than the %.0f ms between the first and the last call the partner received", o.TotalMS, span)
+	}
+	m.within("total_ms", o.TotalMS, budget+slack, "is %.1f for a %.0f ms budget", o.TotalMS, budget)
+	_ = made
+}
+
+// An arrival is when the partner received one call, by its clock.
+type arrival struct{ at float64 }

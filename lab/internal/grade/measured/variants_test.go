@@ -1,0 +1,212 @@
+package measured
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/grade"
+	"quoteflowlab.dev/lab/internal/report"
+	"quoteflowlab.dev/lab/internal/runner"
+	"quoteflowlab.dev/lab/internal/variant"
+)
+
+// variantsAtOnce is how many broken variants are graded at a time: two, as
+// when each was a script of its own (go test -parallel is the core count
+// here). A grading mostly waits, but each runs dozens of tool processes, and
+// some properties' bounds are loose enough on a machine this busy that a
+// broken variant passes them (min_ms_ignored at four at a time, load 12).
+const variantsAtOnce = 2
+
+// TestGraderRejectsEveryBrokenVariant is the proof that the E15 grader
+// rejects every broken variant of the reference tools
+// (lessons/15/mutants/<name>.txtar, kind variant) for the property its bug
+// breaks (its expect: line): `lab check E15 --answer <reference> --variant
+// <name>` exits 1 with FAILED, the expected property FAILED, no build
+// failure, and a next step saying the variant was rejected for it. A new
+// variant file is picked up as it is written; nothing else to add.
+//
+// The reference tools are built once; each variant starts from a copy of
+// those binaries, so only the tool whose source its overlay changes is
+// linked again (go build finds the others up to date).
+func TestGraderRejectsEveryBrokenVariant(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and grades the E15 tools once per broken variant")
+	}
+	root, l := repoRoot(t), e15()
+	variants, err := Variants(root, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(variants) == 0 {
+		t.Fatalf("no broken variants in %s", l.Checks())
+	}
+	cache := t.TempDir()
+	ref := referenceBins(t)
+	sem := make(chan struct{}, variantsAtOnce)
+	var wg sync.WaitGroup
+	for _, v := range variants {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			// t.Run may be called from several goroutines at once: this
+			// pool, not -parallel, sets how many gradings share the machine.
+			t.Run(v.Name, func(t *testing.T) { gradeVariant(t, root, l, cache, ref, v) })
+		})
+	}
+	wg.Wait()
+}
+
+// gradeVariant grades the reference with v swapped in, as `lab check E15
+// --variant` does, and checks that v is rejected for its property.
+func gradeVariant(t *testing.T, root string, l course.Lesson, cache, ref string, v variant.Variant) {
+	o := grade.Request{Root: root, Lesson: l, Answer: l.Reference(), CacheDir: cache, Variant: v.Name}
+	// The directory check builds this variant's tools into.
+	bins := filepath.Join(cache, l.Exercise(), strings.NewReplacer("/", "_", ".", "_").Replace(l.Reference())+"@"+v.Name)
+	if err := copyDir(ref, bins); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(bins)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	r := check(ctx, o, v)
+	var text bytes.Buffer
+	r.WriteText(&text)
+	out := text.String()
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Errorf(format, args...)
+		t.Logf("lab check %s --answer %s --variant %s:\n%s", l.Exercise(), l.Reference(), v.Name, out)
+	}
+	if r.Verdict != report.Failed || r.OK {
+		fail("verdict %s, want failed: the grader must reject broken variant %s (bug: %s)", r.Verdict, v.Name, v.Story)
+		return
+	}
+	found := false
+	for _, p := range r.Properties {
+		switch {
+		case strings.HasPrefix(p.Name, "build_") && !p.OK:
+			fail("%s failed (%s): a broken variant must compile, so that the grader catches its bug by behaviour", p.Name, p.Detail)
+		case p.Name == v.Expect:
+			found = true
+			if p.OK || p.Status == report.Busy || !p.Required {
+				fail("%s: ok %v, status %q, required %v; want it FAILED (required): that is the property the bug of %s breaks", p.Name, p.OK, p.Status, p.Required, v.Name)
+			}
+			if p.Detail == "" {
+				fail("%s failed without saying what was observed", p.Name)
+			}
+		}
+	}
+	if !found {
+		fail("the report has no property %s", v.Expect)
+	}
+	// What the reader sees, as `lab check` prints it.
+	for _, want := range []string{
+		`(?m)^answer: ` + regexp.QuoteMeta(l.Reference()) + ` +with broken variant: ` + regexp.QuoteMeta(v.Name) + `$`,
+		`(?m)^  FAILED +required +` + regexp.QuoteMeta(v.Expect) + `$`,
+		`(?m)^verdict: FAILED: .*\b` + regexp.QuoteMeta(v.Expect) + `\b`,
+		`(?m)^next: broken variant ` + regexp.QuoteMeta(v.Name) + ` rejected for ` + regexp.QuoteMeta(v.Expect) + `, as it must be`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			fail("the report does not match %s", want)
+		}
+	}
+}
+
+var (
+	refOnce sync.Once
+	refDir  string
+	refErr  string
+)
+
+// referenceBins builds the reference tools once per test binary and
+// returns their directory; tests copy them, never write into it.
+func referenceBins(t *testing.T) string {
+	t.Helper()
+	refOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "e15-reference-")
+		if err != nil {
+			refErr = err.Error()
+			return
+		}
+		refDir = dir
+		root, l := repoRoot(t), e15()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for _, tool := range Tools {
+			wg.Go(func() {
+				src := filepath.Join(root, filepath.FromSlash(l.Reference()), tool)
+				res := runner.Build(context.Background(), src, "", filepath.Join(dir, runner.Exe(tool)), ".")
+				if !res.OK() {
+					mu.Lock()
+					refErr += tool + ": " + res.Output + " " + errText(res.Err) + "\n"
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+	})
+	if refErr != "" {
+		t.Fatalf("building the reference tools: %s", refErr)
+	}
+	return refDir
+}
+
+// TestMain removes the shared reference build.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if refDir != "" {
+		os.RemoveAll(refDir)
+	}
+	os.Exit(code)
+}
+
+// copyDir copies the files of src (one level) into dst, keeping their
+// modes, so go build finds them up to date.
+func copyDir(src, dst string) error {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		if err := copyFile(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fi.Mode())
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
