@@ -146,7 +146,7 @@ func abs(x float64) float64 { return max(x, -x) }
 // longer than the connect limit (both connects end at their limit,
 // exceeded false), and a received 404.
 var deadlineCases = map[string]deadlineCase{
-	"left":     {budget: 1600, minMS: 100, connect: 1, targets: []dlTarget{{delayMS: 600}, {delayMS: 600}, {delayMS: 5000}}},
+	"left": {budget: 1600, minMS: 100, connect: 1, targets: []dlTarget{{delayMS: 600}, {delayMS: 600}, {delayMS: 5000}}},
 	// The floor run's third call starts with about 1400 ms left, below
 	// --min-ms 1500: a tool that ignores the floor starts it unless the machine
 	// held the first two calls back by 1.4 s, while a correct tool makes the
