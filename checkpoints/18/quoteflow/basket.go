@@ -1,0 +1,182 @@
+package quoteflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"quoteflowlab.dev/checkpoints/18/fanout"
+	"quoteflowlab.dev/checkpoints/18/queue"
+)
+
+// ErrNoStore is returned by Basket when the service has no store and queue.
+var ErrNoStore = errors.New("quoteflow: baskets need a store and a queue (Config.Store, Config.Queue)")
+
+// BasketPolicy holds the limits of a basket and of its compensation; a zero
+// field takes its default.
+type BasketPolicy struct {
+	Deadline    time.Duration                           // the whole basket answers by then (default 2 s)
+	CallTimeout time.Duration                           // one supplier call (default 1 s)
+	MaxAttempts int                                     // per supplier and line, first included (default BasketRetry's 3)
+	BackoffBase time.Duration                           // full jitter: retry k waits up to min(cap, base·2^(k-1)) (default 50 ms)
+	BackoffCap  time.Duration                           // (default 500 ms)
+	Jitter      func(limit time.Duration) time.Duration // nil: uniform random (tests pass their own)
+
+	Visibility time.Duration // a leased compensation job is delivered again after this (default 10 s)
+	RetryDelay time.Duration // a failed job waits RetryDelay·2^(tries-1), at most 2 s (default 250 ms)
+	PollEvery  time.Duration // the worker looks for due jobs this often (default 100 ms)
+}
+
+func (p BasketPolicy) withDefaults() BasketPolicy {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&p.Deadline, 2*time.Second)
+	def(&p.CallTimeout, time.Second)
+	def(&p.BackoffBase, BasketRetry.BackoffBase)
+	def(&p.BackoffCap, BasketRetry.BackoffCap)
+	def(&p.Visibility, 10*time.Second)
+	def(&p.RetryDelay, 250*time.Millisecond)
+	def(&p.PollEvery, 100*time.Millisecond)
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = BasketRetry.MaxAttempts
+	}
+	return p
+}
+
+// options are the fanout options of one run with deadline, on the service's
+// one outbound limiter: baskets, compensation and single quotes share it.
+// BasketRetry decides what is retried (policy.go); no call starts with less
+// than the floor left, as in a single quote.
+func (s *Service) options(deadline time.Duration) fanout.Options {
+	p := s.basket
+	lim := s.outbound
+	return fanout.Options{Limiter: lim, Deadline: deadline, CallTimeout: p.CallTimeout, Floor: s.minAttempt,
+		MaxAttempts: p.MaxAttempts, Classify: BasketRetry.Retry, BackoffBase: p.BackoffBase, BackoffCap: p.BackoffCap, Jitter: p.Jitter}
+}
+
+// Basket validates req (ErrInvalid naming items[i].field, before any supplier
+// is contacted), takes an inbound slot (ErrBusy), and asks every supplier for
+// every line at once through the shared outbound limit, answering by the
+// basket deadline. Every supplier call that ended with a retryable reason is
+// written to the compensation queue before Basket returns, and the basket is
+// stored as it stands, for GET /api/baskets/{id} to show it filling in.
+// If ctx ends first, Basket returns ctx's error and stores nothing.
+func (s *Service) Basket(ctx context.Context, req BasketRequest) (Basket, error) {
+	if err := req.Validate(); err != nil {
+		return Basket{}, err
+	}
+	if s.store == nil || s.queue == nil {
+		return Basket{}, ErrNoStore
+	}
+	release, err := s.Admit()
+	if err != nil {
+		return Basket{}, err
+	}
+	defer release()
+	started := time.Now()
+	b := Basket{ID: newRequestID()[:16], Items: make([]BasketLine, len(req.Items))}
+	lineIDs := make([]string, len(req.Items))
+	var jobs []fanout.Job[*Quote]
+	for i, item := range req.Items {
+		lineIDs[i] = newRequestID()
+		q := QuoteRequest{SKU: item.SKU, Quantity: item.Quantity, Scenario: req.Scenario}
+		for _, name := range suppliers {
+			jobs = append(jobs, s.supplierJob(name, q, lineIDs[i]))
+		}
+	}
+	results := fanout.Run(ctx, jobs, s.options(s.basket.Deadline))
+	if err := ctx.Err(); err != nil {
+		return Basket{}, fmt.Errorf("quoteflow: basket abandoned: %w", err)
+	}
+	var queued []queue.Job
+	for i, item := range req.Items {
+		b.Items[i] = BasketLine{Index: i, SKU: item.SKU, Quantity: item.Quantity, RequestID: lineIDs[i],
+			Quotes: []Quote{}, Failures: []LineFailure{}}
+		for k, name := range suppliers {
+			r := results[i*len(suppliers)+k]
+			if r.OK() {
+				b.settle(i, name, r.Value, nil)
+				continue
+			}
+			f := &LineFailure{Supplier: name, Code: Code(r.Code), Attempts: r.Attempts,
+				ElapsedMS: millis(r.Elapsed), Queued: fanout.Retryable(r.Code)}
+			if f.Queued {
+				j := compensationJob(b.ID, i, name, item, req.Scenario, lineIDs[i])
+				if d := retryAfter(r.Err); d > 0 {
+					j.NotBefore = time.Now().Add(d) // the queue's call too comes back no earlier than asked
+				}
+				queued = append(queued, j)
+			}
+			b.settle(i, name, nil, f)
+		}
+	}
+	b.ElapsedMS = millis(time.Since(started))
+	// The basket and its jobs in one transaction, before the answer: once it
+	// has committed, a crash loses nothing the client is told about, and a
+	// crash before it leaves neither a basket nor a job.
+	if err := s.store.Put(context.WithoutCancel(ctx), b, queued...); err != nil {
+		return Basket{}, fmt.Errorf("quoteflow: basket store: %w", err)
+	}
+	return b, nil
+}
+
+// GetBasket returns a stored basket as it stands (ErrNoBasket if unknown).
+func (s *Service) GetBasket(ctx context.Context, id string) (Basket, error) {
+	if s.store == nil {
+		return Basket{}, ErrNoStore
+	}
+	return s.store.Get(ctx, id)
+}
+
+// CompensationCounts counts the compensation jobs by state.
+func (s *Service) CompensationCounts(ctx context.Context) (queue.Counts, error) {
+	if s.queue == nil {
+		return queue.Counts{}, ErrNoStore
+	}
+	return s.queue.Counts(ctx)
+}
+
+// supplierJob is one call to supplier for one line, for fanout.Run, which
+// holds the outbound slot around it and decides on retries. The supplier is
+// told the call's budget left (X-Budget-Ms), so it stops when we do.
+func (s *Service) supplierJob(supplier string, req QuoteRequest, id string) fanout.Job[*Quote] {
+	return func(ctx context.Context, _ int) (*Quote, error) {
+		o := s.exchange(ctx, supplier, req, id, budgetLeft(ctx))
+		return o.quote, o.asError()
+	}
+}
+
+// asError says an outcome in the terms fanout classifies: a status (with its
+// Retry-After), invalid data, our timeout, or the transport's own error.
+func (o outcome) asError() error {
+	switch {
+	case o.err != nil:
+		return o.err
+	case o.quote != nil:
+		return nil
+	case o.status != 0:
+		return &fanout.StatusError{Status: o.status, RetryAfter: o.retryAfter}
+	case o.code == CodeInvalidData:
+		return fmt.Errorf("%w: %v", fanout.ErrInvalidData, o.cause)
+	case o.code == CodeTimeout && o.cause == nil:
+		return fmt.Errorf("supplier stopped at the budget we sent: %w", context.DeadlineExceeded)
+	case o.cause != nil:
+		return o.cause
+	}
+	return fmt.Errorf("quoteflow: %s", o.code)
+}
+
+// retryAfter is the wait a supplier's last answer asked for (0: none).
+func retryAfter(err error) time.Duration {
+	var se *fanout.StatusError
+	if errors.As(err, &se) {
+		return se.RetryAfter
+	}
+	return 0
+}
+
+func millis(d time.Duration) Milliseconds { return Milliseconds(float64(d.Microseconds()) / 1000) }
