@@ -8,6 +8,7 @@ require (
 )
 
 require (
+	github.com/DataDog/sketches-go v1.4.8
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.etcd.io/bbolt v1.4.3
@@ -19,4 +20,5 @@ require (
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
+	google.golang.org/protobuf v1.36.11 // indirect
 )

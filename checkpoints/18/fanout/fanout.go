@@ -54,6 +54,10 @@ type Options struct {
 	// Jitter returns a duration in [0, limit]; nil draws it uniformly from
 	// math/rand/v2. Tests pass their own. It must be safe for concurrent use.
 	Jitter func(limit time.Duration) time.Duration
+	// Budget, when set, pays for every retry: a retry is made only if
+	// TrySpend takes a token, else the job keeps its last code (package
+	// hedge's Budget, shared with the hedges). nil: retries are not paid for.
+	Budget interface{ TrySpend() bool }
 }
 
 // Result is one job's outcome.
@@ -129,6 +133,10 @@ func runJob[T any](ctx context.Context, start time.Time, job Job[T], o *Options)
 				return finish(last.Code, res.Err) // the supplier was asked: report what it said
 			}
 			return finish(CodeNoBudget, nil)
+		}
+		if res.Attempts > 0 && o.Budget != nil && !o.Budget.TrySpend() {
+			o.Limiter.Release()
+			return finish(last.Code, res.Err) // no token for a retry: the last failure stands
 		}
 		res.Attempts++
 		v, verdict, err := callOnce(ctx, job, res.Attempts, o)

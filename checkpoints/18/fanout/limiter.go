@@ -47,7 +47,17 @@ func (l *Local) Acquire(ctx context.Context) error {
 	return nil
 }
 
-// Release returns a slot taken by Acquire.
+// TryAcquire takes a slot if one is free now, without waiting, and reports
+// whether it did (a hedge asks this way: it never queues).
+func (l *Local) TryAcquire(context.Context) (bool, error) {
+	if !l.sem.TryAcquire(1) {
+		return false, nil
+	}
+	l.inUse.Add(1)
+	return true, nil
+}
+
+// Release returns a slot taken by Acquire or TryAcquire.
 func (l *Local) Release() {
 	l.inUse.Add(-1)
 	l.sem.Release(1)

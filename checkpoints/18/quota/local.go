@@ -39,6 +39,9 @@ func NewLocal(limit int, rate Rate) (*Local, error) {
 // Acquire takes a slot of the semaphore, waiting in line until ctx ends.
 func (l *Local) Acquire(ctx context.Context) error { return l.sem.Acquire(ctx, 1) }
 
+// TryAcquire takes a slot if one is free now, without waiting.
+func (l *Local) TryAcquire(context.Context) (bool, error) { return l.sem.TryAcquire(1), nil }
+
 // Release gives a slot back; it panics without a matching Acquire.
 func (l *Local) Release() { l.sem.Release(1) }
 

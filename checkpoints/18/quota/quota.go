@@ -24,8 +24,12 @@ type Quota interface {
 	// Acquire takes one concurrency slot, waiting for one to be free or for
 	// ctx to end (then ctx's error, and nothing is held).
 	Acquire(ctx context.Context) error
-	// Release gives back a slot taken by Acquire; every successful Acquire
-	// is paired with one Release.
+	// TryAcquire takes a slot only if one is free now, without waiting, and
+	// reports whether it did (false, nil: the quota is full). A hedge asks
+	// this way: it never waits in line.
+	TryAcquire(ctx context.Context) (bool, error)
+	// Release gives back a slot taken by Acquire or TryAcquire; every
+	// successful one is paired with one Release.
 	Release()
 	// Wait returns nil when one more call to key fits in key's rate. When
 	// the first free moment is past ctx's deadline it returns ErrRateLimited

@@ -167,6 +167,12 @@ func (q *Redis) Acquire(ctx context.Context) error {
 	}
 }
 
+// TryAcquire takes a lease if the quota has room now (one round trip, no
+// polling) and reports whether it did; the lease is renewed until Release.
+func (q *Redis) TryAcquire(ctx context.Context) (bool, error) {
+	return q.tryAcquire(ctx, q.newID())
+}
+
 // tryAcquire runs acquireScript once: one round trip, atomic.
 func (q *Redis) tryAcquire(ctx context.Context, id string) (bool, error) {
 	q.mu.Lock()
