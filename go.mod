@@ -18,6 +18,7 @@ require (
 )
 
 require (
+	github.com/DataDog/sketches-go v1.4.8 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/chromedp/cdproto v0.159.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
@@ -29,6 +30,7 @@ require (
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/net v0.30.0 // indirect
 	golang.org/x/text v0.19.0 // indirect
+	google.golang.org/protobuf v1.36.11 // indirect
 )
 
 require (
@@ -37,6 +39,7 @@ require (
 	golang.org/x/tools v0.26.0 // indirect
 	quoteflowlab.dev/checkpoints/16 v0.0.0
 	quoteflowlab.dev/checkpoints/17 v0.0.0
+	quoteflowlab.dev/checkpoints/18 v0.0.0
 )
 
 replace quoteflowlab.dev/checkpoints/12 => ./checkpoints/12
@@ -50,3 +53,5 @@ replace quoteflowlab.dev/checkpoints/15 => ./checkpoints/15
 replace quoteflowlab.dev/checkpoints/16 => ./checkpoints/16
 
 replace quoteflowlab.dev/checkpoints/17 => ./checkpoints/17
+
+replace quoteflowlab.dev/checkpoints/18 => ./checkpoints/18
