@@ -22,7 +22,7 @@ type BudgetConfig struct {
 // Defaults for the zero fields of BudgetConfig.
 const (
 	DefaultRatio        = 0.1
-	DefaultCap          = 10
+	DefaultCap          = 10.0
 	DefaultMinPerSecond = 0.1
 )
 

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"quoteflowlab.dev/checkpoints/18/fanout"
+	"quoteflowlab.dev/checkpoints/18/hedge"
 )
 
 // ErrBusy is returned by Admit and Quote when the inbound limit is reached;
@@ -64,6 +65,20 @@ func (l *countedLimiter) Acquire(ctx context.Context) error {
 	}
 	l.inUse.Add(1)
 	return nil
+}
+
+// TryAcquire takes a slot if the limiter has one free now; a limiter that
+// cannot be asked without waiting never has one (no hedge is sent).
+func (l *countedLimiter) TryAcquire(ctx context.Context) (bool, error) {
+	t, ok := l.Limiter.(hedge.Limiter)
+	if !ok {
+		return false, nil
+	}
+	held, err := t.TryAcquire(ctx)
+	if held {
+		l.inUse.Add(1)
+	}
+	return held, err
 }
 
 func (l *countedLimiter) Release() {

@@ -49,13 +49,15 @@ func (p BasketPolicy) withDefaults() BasketPolicy {
 
 // options are the fanout options of one run with deadline, on the service's
 // one outbound limiter: baskets, compensation and single quotes share it.
-// BasketRetry decides what is retried (policy.go); no call starts with less
-// than the floor left, as in a single quote.
+// BasketRetry decides what is retried (policy.go), each retry paid from the
+// budget the hedges share; no call starts with less than the floor left, as
+// in a single quote.
 func (s *Service) options(deadline time.Duration) fanout.Options {
 	p := s.basket
 	lim := s.outbound
 	return fanout.Options{Limiter: lim, Deadline: deadline, CallTimeout: p.CallTimeout, Floor: s.minAttempt,
-		MaxAttempts: p.MaxAttempts, Classify: BasketRetry.Retry, BackoffBase: p.BackoffBase, BackoffCap: p.BackoffCap, Jitter: p.Jitter}
+		MaxAttempts: p.MaxAttempts, Classify: BasketRetry.Retry, BackoffBase: p.BackoffBase, BackoffCap: p.BackoffCap, Jitter: p.Jitter,
+		Budget: s.extra}
 }
 
 // Basket validates req (ErrInvalid naming items[i].field, before any supplier
@@ -81,11 +83,12 @@ func (s *Service) Basket(ctx context.Context, req BasketRequest) (Basket, error)
 	b := Basket{ID: newRequestID()[:16], Items: make([]BasketLine, len(req.Items))}
 	lineIDs := make([]string, len(req.Items))
 	var jobs []fanout.Job[*Quote]
+	hedged := make([]bool, len(req.Items)*len(suppliers)) // each written by its own job only
 	for i, item := range req.Items {
 		lineIDs[i] = newRequestID()
 		q := QuoteRequest{SKU: item.SKU, Quantity: item.Quantity, Scenario: req.Scenario}
 		for _, name := range suppliers {
-			jobs = append(jobs, s.supplierJob(name, q, lineIDs[i]))
+			jobs = append(jobs, s.supplierJob(name, q, lineIDs[i], &hedged[len(jobs)]))
 		}
 	}
 	results := fanout.Run(ctx, jobs, s.options(s.basket.Deadline))
@@ -95,9 +98,15 @@ func (s *Service) Basket(ctx context.Context, req BasketRequest) (Basket, error)
 	var queued []queue.Job
 	for i, item := range req.Items {
 		b.Items[i] = BasketLine{Index: i, SKU: item.SKU, Quantity: item.Quantity, RequestID: lineIDs[i],
-			Quotes: []Quote{}, Failures: []LineFailure{}}
+			Quotes: []Quote{}, Failures: []LineFailure{}, Calls: make([]Calls, len(suppliers))}
 		for k, name := range suppliers {
 			r := results[i*len(suppliers)+k]
+			c := Calls{Supplier: name, Attempts: r.Attempts, Hedged: hedged[i*len(suppliers)+k]}
+			if c.Hedged {
+				c.Attempts++ // fanout counts the calls it made; the hedge is the second copy of the first
+			}
+			b.Items[i].Calls[k] = c
+			b.ExtraCalls += max(c.Attempts-1, 0)
 			if r.OK() {
 				b.settle(i, name, r.Value, nil)
 				continue
@@ -115,6 +124,7 @@ func (s *Service) Basket(ctx context.Context, req BasketRequest) (Basket, error)
 		}
 	}
 	b.ElapsedMS = millis(time.Since(started))
+	b.BudgetTokens = s.extra.Stats().Tokens
 	// The basket and its jobs in one transaction, before the answer: once it
 	// has committed, a crash loses nothing the client is told about, and a
 	// crash before it leaves neither a basket nor a job.
@@ -143,9 +153,16 @@ func (s *Service) CompensationCounts(ctx context.Context) (queue.Counts, error) 
 // supplierJob is one call to supplier for one line, for fanout.Run, which
 // holds the outbound slot around it and decides on retries. The supplier is
 // told the call's budget left (X-Budget-Ms), so it stops when we do.
-func (s *Service) supplierJob(supplier string, req QuoteRequest, id string) fanout.Job[*Quote] {
-	return func(ctx context.Context, _ int) (*Quote, error) {
-		o := s.exchange(ctx, supplier, req, id, budgetLeft(ctx))
+// With hedged set, a first call is a basket line's and may be hedged (it
+// says so in *hedged); nil (the compensation queue) never hedges.
+func (s *Service) supplierJob(supplier string, req QuoteRequest, id string, hedged *bool) fanout.Job[*Quote] {
+	return func(ctx context.Context, attempt int) (*Quote, error) {
+		if attempt > 1 || hedged == nil {
+			o := s.exchange(withAttempt(ctx, attempt), supplier, req, id, budgetLeft(ctx))
+			return o.quote, o.asError()
+		}
+		o := s.call(ctx, supplier, req, id)
+		*hedged = o.hedged
 		return o.quote, o.asError()
 	}
 }

@@ -37,6 +37,10 @@ type Basket struct {
 	Items     []BasketLine `json:"items"`
 	Pending   int          `json:"pending"` // failures queued and not yet finished
 	ElapsedMS Milliseconds `json:"elapsed_ms"`
+	// ExtraCalls counts the retries and hedges this basket sent;
+	// BudgetTokens is what the shared budget held once it had answered.
+	ExtraCalls   int     `json:"extra_calls"`
+	BudgetTokens float64 `json:"budget_tokens"`
 }
 
 // BasketLine is one item's quotes and failures, ranked as in a single quote.
@@ -51,6 +55,7 @@ type BasketLine struct {
 	Best      *Quote        `json:"best"`
 	Quotes    []Quote       `json:"quotes"`   // never nil
 	Failures  []LineFailure `json:"failures"` // in supplier order; never nil
+	Calls     []Calls       `json:"calls"`    // per supplier, in supplier order: what was sent
 }
 
 // LineFailure is a supplier without a quote for a line: why, after how many

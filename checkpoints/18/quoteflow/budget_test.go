@@ -94,7 +94,7 @@ func TestBelowTheFloorNoSupplierIsAsked(t *testing.T) {
 func TestASecondAttemptNeedsTheFloorAfterThePause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := newFake(map[string]reply{"boreal": after(600*time.Millisecond, status(503))})
-		s := newService(t, Config{Transport: fake, MinAttempt: 200 * time.Millisecond})
+		s := newService(t, Config{NoHedge: true, Transport: fake, MinAttempt: 200 * time.Millisecond})
 		start := time.Now()
 		res, err := s.Quote(t.Context(), kb(1))
 		if err != nil {

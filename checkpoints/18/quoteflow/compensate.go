@@ -73,13 +73,14 @@ func (s *Service) CompensateOnce(ctx context.Context) (int, error) {
 		}
 		q := QuoteRequest{SKU: c.SKU, Quantity: c.Quantity, Scenario: c.Scenario}
 		todo, tasks = append(todo, j), append(tasks, c)
-		calls = append(calls, s.supplierJob(c.Supplier, q, c.RequestID))
+		calls = append(calls, s.supplierJob(c.Supplier, q, c.RequestID, nil))
 	}
 	// Each pass ends well within the lease, so no job is delivered twice while
 	// it runs. Each job is recorded the moment it ends, not when the slowest
 	// of the batch does: a worker killed mid-pass loses only the calls still
 	// running, never an answer it already had (which would be asked again).
 	opts := s.options(s.basket.Visibility / 2)
+	opts.Budget = nil // the queue paces itself (RetryDelay, dead after 5 tries): the budget is for answers a buyer waits on
 	errs := make([]error, len(calls))
 	panics := make([]any, len(calls))
 	var wg sync.WaitGroup

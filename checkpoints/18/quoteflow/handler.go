@@ -21,6 +21,7 @@ func (s *Service) Handler() http.Handler {
 	r.HandleFunc("/api/baskets", s.postBasket).Methods(http.MethodPost)
 	r.HandleFunc("/api/baskets/{id}", s.getBasket).Methods(http.MethodGet)
 	r.HandleFunc("/api/compensation", s.getCompensation).Methods(http.MethodGet)
+	r.HandleFunc("/api/budget", s.getBudget).Methods(http.MethodGet)
 	r.NotFoundHandler = http.HandlerFunc(notFound)
 	r.MethodNotAllowedHandler = methodNotAllowed(r)
 	return drainAfter(r)
@@ -86,6 +87,11 @@ func (s *Service) getCompensation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, c)
+}
+
+// getBudget shows the budget that pays for retries and hedges.
+func (s *Service) getBudget(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.ExtraStats())
 }
 
 func health(w http.ResponseWriter, _ *http.Request) {

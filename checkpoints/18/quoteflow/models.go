@@ -67,6 +67,16 @@ type QuoteResult struct {
 	Best      *Quote       `json:"best"`     // Quotes[0], or nil
 	ElapsedMS Milliseconds `json:"elapsed_ms"`
 	RequestID string       `json:"request_id"` // 32 hex digits, sent as X-Request-ID
+	Calls     []Calls      `json:"calls"`      // per supplier, in supplier order: what was sent
+}
+
+// Calls is what was sent to one supplier for one quote or basket line:
+// Attempts counts every call, the first, its retries and its hedge; Hedged
+// says whether a hedge was sent.
+type Calls struct {
+	Supplier string `json:"supplier"`
+	Attempts int    `json:"attempts"`
+	Hedged   bool   `json:"hedged"`
 }
 
 // Milliseconds is a duration in milliseconds. It is written in JSON with a

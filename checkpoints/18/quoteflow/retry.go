@@ -24,7 +24,7 @@ var transientErrors = append([]error{
 }, platformTransientErrors...)
 
 // withRetry asks one supplier at most QuoteRetry.MaxAttempts times (two:
-// three suppliers cost at most six calls), with the same
+// three suppliers cost at most six calls, plus a hedge each), with the same
 // X-Request-ID each time. attempt has returned its outbound slot before the
 // pause, so a supplier waiting to retry never keeps a healthy one waiting in
 // line. The pause is paid from the quote's budget: when the budget left after
@@ -33,19 +33,27 @@ var transientErrors = append([]error{
 // than the floor left once it holds a slot is not made either.
 func (s *Service) withRetry(ctx context.Context, supplier string, req QuoteRequest, id string) outcome {
 	var last outcome
+	sent, hedged := 0, false
 	for n := 1; ; n++ {
-		o := s.attempt(ctx, supplier, req, id)
+		o := s.attempt(ctx, supplier, req, id, n)
+		sent, hedged = sent+o.attempts, hedged || o.hedged
 		if o.code == CodeNoBudget && n > 1 {
+			s.extra.Refund() // the retry was paid for and not made
+			last.attempts, last.hedged = sent, hedged
 			return last // the supplier was asked: report what it said
 		}
+		o.attempts, o.hedged = sent, hedged
 		if n == QuoteRetry.MaxAttempts || !retryable(o) {
 			return o
 		}
 		wait := backoff()
-		if budgetLeft(ctx)-wait < s.minAttempt {
+		// A retry is an extra call: it is paid from the budget hedges share,
+		// and without a token the first failure is the answer.
+		if budgetLeft(ctx)-wait < s.minAttempt || !s.extra.TrySpend() {
 			return o
 		}
 		if err := pause(ctx, wait); err != nil {
+			s.extra.Refund()
 			return failed(CodeTimeout, err)
 		}
 		last = o

@@ -228,7 +228,7 @@ func TestAnotherSupplierCallsDuringTheBackoff(t *testing.T) {
 func TestABackoffThatWouldOutliveTheBudgetIsNotTaken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := newFake(map[string]reply{"boreal": after(790*time.Millisecond, status(503))})
-		s := newService(t, Config{Transport: fake})
+		s := newService(t, Config{NoHedge: true, Transport: fake})
 		start := time.Now()
 		res, err := s.Quote(t.Context(), kb(1))
 		if err != nil {
@@ -249,7 +249,7 @@ func TestABackoffThatWouldOutliveTheBudgetIsNotTaken(t *testing.T) {
 func TestASecondAttemptCutByTheDeadlineIsATimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := newFake(map[string]reply{"boreal": after(500*time.Millisecond, status(503))})
-		s := newService(t, Config{Transport: fake})
+		s := newService(t, Config{NoHedge: true, Transport: fake})
 		start := time.Now()
 		res, err := s.Quote(t.Context(), kb(1))
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"quoteflowlab.dev/checkpoints/18/fanout"
+	"quoteflowlab.dev/checkpoints/18/hedge"
 	"quoteflowlab.dev/checkpoints/18/queue"
 	"quoteflowlab.dev/checkpoints/18/quota"
 )
@@ -70,6 +71,16 @@ type Config struct {
 	Store  BasketStore
 	Queue  queue.Queue
 	Logger *slog.Logger // one line per finished compensation call; nil: slog.Default()
+
+	// Extra is the budget (a token bucket) every extra supplier call is paid
+	// from, retries and hedges alike; nil: a hedge.Budget of ExtraConfig.
+	// Not to be confused with Budget, the time a quote may take.
+	Extra       *hedge.Budget
+	ExtraConfig hedge.BudgetConfig
+	// Hedge sets when a slow supplier call gets a second copy (the delay's
+	// quantile, floor and ceiling); NoHedge turns hedging off.
+	Hedge   hedge.DelayConfig
+	NoHedge bool
 }
 
 // Service answers quote requests by asking every supplier at once.
@@ -89,6 +100,10 @@ type Service struct {
 	store         BasketStore
 	queue         queue.Queue
 	logger        *slog.Logger
+	extra         *hedge.Budget // pays for retries and hedges (one for both)
+	hedging       *hedge.Policy // nil: no hedges
+	hedges        atomic.Int64  // hedges sent
+	retries       atomic.Int64  // retries sent (quotes and baskets)
 }
 
 // New builds a Service. Zero fields of cfg take their defaults; a negative
@@ -129,7 +144,17 @@ func New(cfg Config) (*Service, error) {
 		rate:         cfg.Quota,
 		rateByQty:    cfg.RateByQuantity,
 	}
-	s.outbound = &countedLimiter{Limiter: limiter, inUse: &s.outboundInUse}
+	counted := &countedLimiter{Limiter: limiter, inUse: &s.outboundInUse}
+	s.outbound = counted
+	extra := cfg.Extra
+	if extra == nil {
+		extra = hedge.NewBudget(cfg.ExtraConfig)
+	}
+	s.extra = extra
+	if !cfg.NoHedge {
+		s.hedging = &hedge.Policy{Limiter: counted, Budget: extra,
+			Delays: hedge.NewDelays(cfg.Hedge), Floor: s.minAttempt}
+	}
 	return s, nil
 }
 
@@ -157,6 +182,23 @@ func newTransport(size int, connect time.Duration) *http.Transport {
 
 // noRedirects hands a 3xx back as it is; it becomes an http_3xx failure.
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// ExtraStats is what GET /api/budget shows: the budget that pays for every
+// extra supplier call, and how many of those were hedges (the rest are
+// retries).
+type ExtraStats struct {
+	hedge.BudgetStats
+	Hedges  int64 `json:"hedges"`  // hedges sent
+	Retries int64 `json:"retries"` // retries sent: extra_calls - hedges
+	Hedging bool  `json:"hedging"` // false with Config.NoHedge
+}
+
+// ExtraStats reports the budget of extra calls now.
+func (s *Service) ExtraStats() ExtraStats {
+	b := s.extra.Stats()
+	h := s.hedges.Load()
+	return ExtraStats{BudgetStats: b, Hedges: h, Retries: b.ExtraCalls - h, Hedging: s.hedging != nil}
+}
 
 // Close closes the idle connections of the service's transport.
 func (s *Service) Close() { s.client.CloseIdleConnections() }
@@ -232,8 +274,10 @@ func catchPanic(dst *any) {
 // rank turns outcomes into a result: quotes with enough stock, sorted by
 // (total, supplier); failures in supplier order; short stock is neither.
 func rank(req QuoteRequest, outcomes []outcome, started time.Time, id string) QuoteResult {
-	res := QuoteResult{SKU: req.SKU, Quantity: req.Quantity, Quotes: []Quote{}, Failures: []Failure{}, RequestID: id}
+	res := QuoteResult{SKU: req.SKU, Quantity: req.Quantity, Quotes: []Quote{}, Failures: []Failure{}, RequestID: id,
+		Calls: make([]Calls, len(outcomes))}
 	for i, o := range outcomes {
+		res.Calls[i] = Calls{Supplier: suppliers[i], Attempts: o.attempts, Hedged: o.hedged}
 		switch {
 		case o.quote == nil:
 			res.Failures = append(res.Failures, Failure{Supplier: suppliers[i], Code: o.code})

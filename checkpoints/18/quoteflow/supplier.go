@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"quoteflowlab.dev/checkpoints/18/fanout"
+	"quoteflowlab.dev/checkpoints/18/hedge"
 	"quoteflowlab.dev/checkpoints/18/quota"
 )
 
@@ -31,15 +32,18 @@ type outcome struct {
 
 	status     int           // the HTTP status behind an http_NNN code
 	retryAfter time.Duration // what that answer's Retry-After headers asked for
+
+	attempts int  // calls sent to the supplier for this result, retries and hedge included
+	hedged   bool // a hedge was sent
 }
 
 func failed(code Code, cause error) outcome { return outcome{code: code, cause: cause} }
 
-// attempt makes one GET to supplier and classifies what comes back.
+// attempt makes attempt n's GET to supplier and classifies what comes back.
 // It holds an outbound slot from before the request until the body is closed.
 // With less than the floor left once it holds the slot, it sends nothing and
-// returns CodeNoBudget.
-func (s *Service) attempt(ctx context.Context, supplier string, req QuoteRequest, id string) outcome {
+// returns CodeNoBudget. The first attempt may be hedged (s.call).
+func (s *Service) attempt(ctx context.Context, supplier string, req QuoteRequest, id string, n int) outcome {
 	release, err := s.acquireOutbound(ctx)
 	if errors.Is(err, quota.ErrUnavailable) && ctx.Err() == nil {
 		return failed(CodeQuotaUnavailable, err) // closed: a call we cannot count is not made
@@ -52,7 +56,46 @@ func (s *Service) attempt(ctx context.Context, supplier string, req QuoteRequest
 	if left < s.minAttempt {
 		return failed(CodeNoBudget, nil)
 	}
-	return s.exchange(ctx, supplier, req, id, left)
+	if n > 1 {
+		o := s.exchange(withAttempt(ctx, n), supplier, req, id, left)
+		o.attempts = 1
+		return o
+	}
+	return s.call(ctx, supplier, req, id)
+}
+
+// call is a first call to supplier, its slot already held: recorded in the
+// budget (a tenth of a token) and, with hedging on, hedged — a copy with
+// the same X-Request-ID and X-Attempt: 2 when the supplier is slower than
+// its recent p95, if a token and a free slot allow (package hedge).
+// A GET of a price may be asked twice; nothing that orders ever is.
+func (s *Service) call(ctx context.Context, supplier string, req QuoteRequest, id string) outcome {
+	if s.hedging == nil {
+		s.extra.First()
+		o := s.exchange(ctx, supplier, req, id, budgetLeft(ctx))
+		o.attempts = 1
+		return o
+	}
+	o, rep, _ := hedge.Do(ctx, s.hedging, supplier, func(ctx context.Context, attempt int) (outcome, error) {
+		o := s.exchange(withAttempt(ctx, attempt), supplier, req, id, budgetLeft(ctx))
+		return o, o.asError()
+	})
+	o.attempts, o.hedged = rep.Attempts, rep.Hedged
+	if rep.Hedged {
+		s.hedges.Add(1)
+	}
+	return o
+}
+
+// attemptKey carries the number of an attempt to newRequest.
+type attemptKey struct{}
+
+// withAttempt marks ctx's request as attempt n (sent as X-Attempt when > 1).
+func withAttempt(ctx context.Context, n int) context.Context {
+	if n <= 1 {
+		return ctx
+	}
+	return context.WithValue(ctx, attemptKey{}, n)
 }
 
 // exchange is one GET to supplier with left as its budget, the slot already
@@ -127,6 +170,9 @@ func (s *Service) newRequest(ctx context.Context, supplier string, req QuoteRequ
 		return nil, fmt.Errorf("quoteflow: cannot build the request to %s: %w", supplier, err)
 	}
 	r.Header.Set("X-Request-ID", id)
+	if n, ok := ctx.Value(attemptKey{}).(int); ok {
+		r.Header.Set("X-Attempt", strconv.Itoa(n)) // a retry or a hedge: the same ID, a later attempt
+	}
 	r.Header.Set(budgetHeader, budgetToSend(left))
 	// Asking for gzip ourselves stops http.Transport from decoding it
 	// silently, so a broken gzip body surfaces in readBody as invalid data.

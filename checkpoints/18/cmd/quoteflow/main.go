@@ -94,6 +94,7 @@ func commonFlags(fs *flag.FlagSet) (provider, data *string, shared *sharedFlags)
 	fs.StringVar(&shared.rateBy, "rate-by", "calls",
 		"with --rate: what N counts, calls (each call 1) or quantity (each call its order's quantity: a quota of cost)")
 	shared.timings = timingFlags(fs)
+	shared.hedging = newHedgeFlags(fs)
 	return provider, data, shared
 }
 
@@ -102,6 +103,7 @@ type sharedFlags struct {
 	url, rate, rateBy string
 	parsed            quota.Rate
 	*timings
+	hedging *hedgeFlags
 }
 
 // byQuantity reports --rate-by quantity.
@@ -112,6 +114,11 @@ func (f *sharedFlags) byQuantity() bool { return f.rateBy == "quantity" }
 func (f *sharedFlags) check(stderr io.Writer) (int, bool) {
 	if code, ok := f.timings.check(stderr); !ok {
 		return code, false
+	}
+	if f.hedging != nil {
+		if code, ok := f.hedging.check(stderr); !ok {
+			return code, false
+		}
 	}
 	var err error
 	if f.parsed, err = quota.ParseRate(f.rate); err != nil {
@@ -189,7 +196,7 @@ func open(provider, dir string, shared *sharedFlags) (svc *quoteflow.Service, cl
 	if shared.url != "" {
 		return openRedis(provider, shared)
 	}
-	svc, closeData, err = openBolt(provider, dir, shared.basket())
+	svc, closeData, err = openBolt(provider, dir, shared.hedging.config(shared.timings))
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -229,8 +236,9 @@ func openRedis(provider string, shared *sharedFlags) (*quoteflow.Service, func()
 		rdb.Close()
 		return nil, nil, "", err
 	}
-	svc, err := quoteflow.New(quoteflow.Config{ProviderURL: provider, Quota: qt, RateByQuantity: shared.byQuantity(),
-		Store: store, Queue: q, Basket: shared.basket()})
+	c := shared.hedging.config(shared.timings)
+	c.ProviderURL, c.Quota, c.RateByQuantity, c.Store, c.Queue = provider, qt, shared.byQuantity(), store, q
+	svc, err := quoteflow.New(c)
 	if err != nil {
 		qt.Close()
 		rdb.Close()
@@ -249,7 +257,7 @@ func openRedis(provider string, shared *sharedFlags) (*quoteflow.Service, func()
 }
 
 // openBolt builds the service on the data directory's one bbolt file.
-func openBolt(provider, dir string, basket quoteflow.BasketPolicy) (svc *quoteflow.Service, closeData func(), err error) {
+func openBolt(provider, dir string, cfg quoteflow.Config) (svc *quoteflow.Service, closeData func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
 	}
@@ -268,7 +276,8 @@ func openBolt(provider, dir string, basket quoteflow.BasketPolicy) (svc *quotefl
 		db.Close()
 		return nil, nil, err
 	}
-	svc, err = quoteflow.New(quoteflow.Config{ProviderURL: provider, Store: store, Queue: q, Basket: basket})
+	cfg.ProviderURL, cfg.Store, cfg.Queue = provider, store, q
+	svc, err = quoteflow.New(cfg)
 	if err != nil {
 		db.Close()
 		return nil, nil, err
@@ -323,6 +332,7 @@ func serve(addr, provider, data string, shared *sharedFlags, stdout io.Writer) e
 	}
 	fmt.Fprintf(stdout, "quoteflow listening on http://%s (provider %s, %s)\n", ln.Addr(), provider, where)
 	fmt.Fprintln(stdout, uses)
+	fmt.Fprintln(stdout, shared.hedging.describe())
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
