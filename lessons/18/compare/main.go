@@ -1,9 +1,10 @@
 // Command compare runs lesson 18's experiment in one process: quotes of
 // three suppliers against the provider lab's `tail` scenario (and boreal
-// alone at `slow`), made four ways — no hedge, checkpoint 18's hedge package,
-// failsafe-go's hedge policy and budget, and the checkpoint's hedge with its
-// knobs set wrong — through one limiter of 6 slots, and prints for each the
-// answer's latency percentiles next to what the provider counted.
+// alone at `slow`, after 100 quotes at tail), made four ways — no hedge,
+// checkpoint 18's hedge package, failsafe-go's hedge policy and budget, and
+// the checkpoint's hedge with its knobs set wrong — through one limiter of 6
+// slots, and prints for each the answer's latency percentiles next to what
+// the provider counted.
 //
 // It starts its own provider lab on a free loopback port (the same code as
 // `lab provider`, seeded with --seed), so a run needs nothing else:
@@ -100,6 +101,9 @@ func main() {
 	fmt.Println("\nms of the quote's answer; calls, hedged, lost_canc. (a hedged pair's loser whose caller hung up after its sibling answered) and max_active as the provider counted them; extra = calls beyond one per supplier asked; loser_runs = the longest ms a hedged pair's loser ran on after its sibling answered, from the provider's /stats/requests")
 }
 
+// warmup is how many quotes at tail go before a run at slow.
+const warmup = 100
+
 // unlimited is a budget that never runs out: the no_budget build.
 var unlimited = hedge.BudgetConfig{Ratio: 1, Cap: 1e9}
 
@@ -137,51 +141,63 @@ func (r run) measure(p *provider.Provider, base string, n, workers int, deadline
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	defer client.CloseIdleConnections()
 	var seq atomic.Int64
-	sups := suppliers
-	if r.scenario == "slow" {
-		sups = []string{"boreal"} // slow slows boreal only
-	}
-
 	var hedgedIDs sync.Map // "id supplier" of every hedged call
 	var mu sync.Mutex
 	var lat []time.Duration
 	failed := 0
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for range next {
-				id := fmt.Sprintf("cmp-%d", seq.Add(1))
-				get := func(ctx context.Context, supplier string, attempt int) error {
-					if attempt == 2 {
-						hedgedIDs.Store(id+" "+supplier, true)
+	send := func(n int, scenario string, sups []string) {
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for range next {
+					id := fmt.Sprintf("cmp-%d", seq.Add(1))
+					get := func(ctx context.Context, supplier string, attempt int) error {
+						if attempt == 2 {
+							hedgedIDs.Store(id+" "+supplier, true)
+						}
+						return fetch(ctx, client, base, scenario, id, supplier, attempt)
 					}
-					return fetch(ctx, client, base, r.scenario, id, supplier, attempt)
+					start := time.Now()
+					ctx, cancel := context.WithTimeout(context.Background(), deadline)
+					errs := make([]error, len(sups))
+					var qw sync.WaitGroup
+					for i, s := range sups {
+						qw.Go(func() { errs[i] = call(ctx, lim, get, s) })
+					}
+					qw.Wait()
+					cancel()
+					el := time.Since(start)
+					mu.Lock()
+					lat = append(lat, el)
+					if errors.Join(errs...) != nil {
+						failed++
+					}
+					mu.Unlock()
 				}
-				start := time.Now()
-				ctx, cancel := context.WithTimeout(context.Background(), deadline)
-				errs := make([]error, len(sups))
-				var qw sync.WaitGroup
-				for i, s := range sups {
-					qw.Go(func() { errs[i] = call(ctx, lim, get, s) })
-				}
-				qw.Wait()
-				cancel()
-				el := time.Since(start)
-				mu.Lock()
-				lat = append(lat, el)
-				if errors.Join(errs...) != nil {
-					failed++
-				}
-				mu.Unlock()
-			}
-		})
+			})
+		}
+		for i := range n {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
 	}
-	for i := range n {
-		next <- i
+	if r.scenario == "slow" {
+		// The service was running before the supplier slowed down: the
+		// delays have learnt the fast calls' p95. Then the counters start.
+		send(warmup, "tail", suppliers)
+		p.Reset()
+		hedgedIDs.Clear()
+		lat, failed = nil, 0
+		send(n, "slow", []string{"boreal"}) // slow slows boreal only
+	} else {
+		send(n, r.scenario, suppliers)
 	}
-	close(next)
-	wg.Wait()
+	sups := len(suppliers)
+	if r.scenario == "slow" {
+		sups = 1
+	}
 	// The losers' handlers end as their connections close: give the
 	// provider a moment to count the last of them.
 	for end := time.Now().Add(3 * time.Second); p.Snapshot().Active > 0 && time.Now().Before(end); {
@@ -199,7 +215,7 @@ func (r run) measure(p *provider.Provider, base string, n, workers int, deadline
 	return result{
 		name: r.name, quotes: n, failed: failed,
 		p50: q(0.50), p95: q(0.95), p99: q(0.99), max: lat[len(lat)-1],
-		calls: st.Total, asked: int64(n * len(sups)), hedged: st.Hedged,
+		calls: st.Total, asked: int64(n * sups), hedged: st.Hedged,
 		lost: st.LostCancelled, maxActive: st.MaxActive, after: after,
 	}
 }
