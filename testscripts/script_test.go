@@ -23,6 +23,11 @@
 //	    lessons/NN/exercise. Outside a git checkout it copies the working
 //	    tree's files and says so.
 //
+//	course DIR
+//	    Copies go.mod, go.sum, checkpoints/ and lessons/ of the repository
+//	    into DIR: a course of the script's own, for an answer that writes
+//	    into the course (scripts run at once share $REPO).
+//
 //	[!] alive PIDFILE
 //	    Succeeds if a process whose pid PIDFILE holds (one pid a line) still
 //	    runs (a zombie counts as gone); negated, if none does; after letting
@@ -125,6 +130,7 @@ func TestScripts(t *testing.T) {
 			"waitport": cmdWaitport,
 			"http":     cmdHTTP,
 			"starter":  cmdStarter,
+			"course":   cmdCourse,
 			"alive":    cmdAlive,
 			"grab":     cmdGrab,
 			"checked":  cmdChecked,
@@ -348,6 +354,25 @@ func copyTree(src, dst string) error {
 		}
 		return os.WriteFile(out, data, 0o644)
 	})
+}
+
+// cmdCourse copies what grading an exercise reads (go.mod, go.sum, the
+// checkpoints, the lessons) from $REPO into DIR: a course of the script's
+// own, for a script whose answer writes into the course.
+func cmdCourse(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: course DIR")
+	}
+	repo, dir := ts.Getenv("REPO"), ts.MkAbs(args[0])
+	for _, f := range []string{"go.mod", "go.sum"} {
+		data, err := os.ReadFile(filepath.Join(repo, f))
+		ts.Check(err)
+		ts.Check(os.MkdirAll(dir, 0o755))
+		ts.Check(os.WriteFile(filepath.Join(dir, f), data, 0o644))
+	}
+	for _, d := range []string{"checkpoints", "lessons"} {
+		ts.Check(copyTree(filepath.Join(repo, d), filepath.Join(dir, d)))
+	}
 }
 
 // cmdGrab sets a variable to the first submatch of a regexp in the last

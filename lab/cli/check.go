@@ -14,14 +14,16 @@ import (
 	"quoteflowlab.dev/lab/internal/grade/measured"
 	"quoteflowlab.dev/lab/internal/grade/mutation"
 	"quoteflowlab.dev/lab/internal/report"
+	"quoteflowlab.dev/lab/internal/runner"
 )
 
 // checkRequest is a parsed `lab check` command line: the request, built
 // once here, and the grader that accepted it.
 type checkRequest struct {
-	req    grade.Request
-	grader grade.Grader
-	asJSON bool
+	req     grade.Request
+	grader  grade.Grader
+	asJSON  bool
+	timings bool
 }
 
 // graderFor is the one place that picks a grader for a lesson's method.
@@ -32,7 +34,7 @@ func graderFor(m report.Method) grade.Grader {
 	return mutation.New()
 }
 
-// runCheck implements `lab check ENN [--answer DIR] [--json] [--timeout D] [--repeat N] [--variant NAME]`.
+// runCheck implements `lab check ENN [--answer DIR] [--json] [--timings] [--timeout D] [--repeat N] [--separate] [--only NAME] [--variant NAME]`.
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	c, code, ok := checkOptions(args, stderr)
 	if !ok {
@@ -40,6 +42,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	runner.BecomeSubreaper()
 	r := runChecked(ctx, c, stderr)
 	if ctx.Err() == nil && recorded(c.req) {
 		remember(c.req.Root, r, stderr) // the student's own exercise, checked to the end
@@ -51,6 +54,10 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		}
 	} else {
 		r.WriteText(stdout)
+		if c.timings {
+			fmt.Fprintln(stdout)
+			r.WriteTimings(stdout)
+		}
 	}
 	return r.Verdict.ExitCode()
 }
@@ -67,6 +74,7 @@ func runChecked(ctx context.Context, c checkRequest, stderr io.Writer) report.Re
 		fmt.Fprintf(stderr, "lab check: %s (a first build takes longer)...\n", c.grader.Doing())
 	})
 	defer slow.Stop()
+	defer runner.Sweep() // nothing the answer started outlives the check
 	return c.grader.Check(ctx)
 }
 
@@ -74,7 +82,7 @@ func runChecked(ctx context.Context, c checkRequest, stderr io.Writer) report.Re
 // lesson's grader accept it. When ok is false, code is the exit code: 2 for
 // a usage error, 1 outside the repository, 0 after -h.
 func checkOptions(args []string, stderr io.Writer) (c checkRequest, code int, ok bool) {
-	fs := newFlags("check", "ENN [--answer DIR] [--json] [--timeout D] [--repeat N]", stderr)
+	fs := newFlags("check", "ENN [--answer DIR] [--json] [--timings] [--timeout D] [--repeat N] [--separate] [--only NAME] [--variant NAME]", stderr)
 	noteState(fs)
 	answer := fs.String("answer", "", "the answer's package `dir` (default lessons/NN/exercise), relative to the current directory.\n"+
 		"Inside the course's root module, any package directory. Outside the repository, a folder\n"+
@@ -84,6 +92,10 @@ func checkOptions(args []string, stderr io.Writer) (c checkRequest, code int, ok
 	fs.BoolVar(&c.asJSON, "json", false, "print the report as one JSON document (schema_version "+fmt.Sprint(report.SchemaVersion)+"; see the README)")
 	timeout := fs.Duration("timeout", grade.DefaultTimeout, "kill a run of the answer after this long (E15: the grader bounds each tool run itself)")
 	repeat := fs.Int("repeat", 1, "run the answer `N` times on every build: an answer whose result changes is reported flaky")
+	fs.BoolVar(&c.timings, "timings", false, "after the report, say where the time went: each build, each run of the answer, each wait for a turn\n"+
+		"(--json always has them, in \"timings\")")
+	only := fs.String("only", "", "run the answer on the checkpoint and on the one mutant or wheat `NAME` only (exercises checked with\n"+
+		"mutants; `lab show ENN NAME` shows its edit). The verdict is not the exercise's and is not recorded")
 	separate := fs.Bool("separate", false, "instructors: build each mutant and wheat on its own instead of in one mutant schema (slower)")
 	variant := fs.String("variant", "", "instructors, measured exercises (E15): grade the answer with the broken variant `NAME`\n"+
 		"(lessons/15/mutants/NAME.txtar, kind variant) swapped in through an overlay, to see the\n"+
@@ -110,7 +122,7 @@ func checkOptions(args []string, stderr io.Writer) (c checkRequest, code int, ok
 	if !ok {
 		return c, 1, false
 	}
-	req := grade.Request{Root: root, Lesson: lesson, Answer: lesson.Starter(), Timeout: *timeout, Repeat: *repeat, Separate: *separate, Variant: *variant}
+	req := grade.Request{Root: root, Lesson: lesson, Answer: lesson.Starter(), Timeout: *timeout, Repeat: *repeat, Separate: *separate, Variant: *variant, Only: *only}
 	if *answer == "" {
 		starter := filepath.Join(root, filepath.FromSlash(lesson.Starter()))
 		if _, err := os.Stat(starter); err != nil {

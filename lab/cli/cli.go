@@ -26,6 +26,7 @@ var commands = map[string]command{
 	"clean":    {"remove lab check's build cache (progress is kept)", runClean},
 	"hint":     {"print an exercise's hint", runHint},
 	"diff":     {"show what a lesson changed between two checkpoints", runDiff},
+	"show":     {"show one mutant's, wheat's or broken variant's edit as a diff", runShow},
 	"verify":   {"instructor: run the whole course suite", runVerify},
 	"stats":    {"print a running provider lab's counters", runStats},
 	"reset":    {"reset a running provider lab's counters", runReset},

@@ -14,6 +14,7 @@ import (
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/grade"
 	"quoteflowlab.dev/lab/internal/report"
+	"quoteflowlab.dev/lab/internal/runner"
 	"quoteflowlab.dev/lab/internal/watch"
 )
 
@@ -79,6 +80,7 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	runner.BecomeSubreaper()
 	for {
 		next, code, again := s.watch(ctx, req)
 		if !again {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,16 +44,47 @@ type outLine struct {
 	at   time.Time
 }
 
-// buildLab builds the lab command into a temporary folder.
+var (
+	labOnce sync.Once
+	labDir  string // removed by TestMain
+	labBin  string
+	labErr  string
+)
+
+// buildLab builds the lab command once per test binary and returns it; the
+// watch tests share it (each runs it in a folder and a state dir of its
+// own), so the tests running at once do not link it once each.
 func buildLab(t *testing.T, root string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "lab")
-	build := exec.Command("go", "build", "-o", bin, "./lab")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./lab: %v\n%s", err, out)
+	labOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "lab-watch-test-")
+		if err != nil {
+			labErr = err.Error()
+			return
+		}
+		labDir = dir
+		bin := filepath.Join(dir, "lab")
+		build := exec.Command("go", "build", "-o", bin, "./lab")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			labErr = fmt.Sprintf("go build ./lab: %v\n%s", err, out)
+			return
+		}
+		labBin = bin
+	})
+	if labErr != "" {
+		t.Fatal(labErr)
 	}
-	return bin
+	return labBin
+}
+
+// TestMain removes the shared build of lab.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if labDir != "" {
+		os.RemoveAll(labDir)
+	}
+	os.Exit(code)
 }
 
 func repoRoot(t *testing.T) string {
@@ -294,6 +326,7 @@ func TestWatchWeakThenGood(t *testing.T) {
 	weak := weakAnswer(t, good)
 	for _, mode := range []string{"poll", "events"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // its own folder, state dir and lab process
 			dir, state := t.TempDir(), t.TempDir()
 			main := filepath.Join(dir, "main.go")
 			write(t, main, committedStarter(t, root), "")
@@ -384,6 +417,7 @@ func TestWatchBurstIsOneRun(t *testing.T) {
 	}
 	for _, mode := range []string{"poll", "events"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // its own folder, state dir and lab process
 			dir := t.TempDir()
 			main := filepath.Join(dir, "main.go")
 			write(t, main, good, "")
@@ -439,8 +473,9 @@ func TestWatchBurstIsOneRun(t *testing.T) {
 	}
 }
 
-// slowAnswer starts a grandchild (sleep), says their pids, and takes its
-// time before failing.
+// slowAnswer starts a grandchild (sleep), says their pids, and fails once
+// the file $WATCH_TEST_GATE exists (the test opens the gate), or after a
+// minute.
 const slowAnswer = `package main
 
 import (
@@ -460,7 +495,12 @@ func main() {
 	f := os.Getenv("WATCH_TEST_PIDS")
 	os.WriteFile(f+".tmp", fmt.Appendf(nil, "%d %d %d\n", os.Getpid(), syscall.Getpgrp(), sleep.Process.Pid), 0o644)
 	os.Rename(f+".tmp", f)
-	time.Sleep(SLEEP)
+	gate := os.Getenv("WATCH_TEST_GATE")
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(gate); gate != "" && err == nil {
+			break
+		}
+	}
 	fmt.Println("E12 failed: slow on purpose")
 	os.Exit(1)
 }
@@ -496,17 +536,22 @@ func TestWatchSavesDuringARunQueueOne(t *testing.T) {
 	bin := buildLab(t, root)
 	dir := t.TempDir()
 	main, pids := filepath.Join(dir, "main.go"), filepath.Join(t.TempDir(), "pids")
-	slow := []byte(strings.Replace(slowAnswer, "SLEEP", "3*time.Second", 1))
+	gate := filepath.Join(t.TempDir(), "gate")
+	slow := []byte(slowAnswer)
 	write(t, main, slow, "")
-	p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + t.TempDir(), "WATCH_TEST_PIDS=" + pids}, "E12", "--poll", "--answer", dir)
-	waitPids(t, pids) // run 1 is running the answer
+	p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + t.TempDir(), "WATCH_TEST_PIDS=" + pids, "WATCH_TEST_GATE=" + gate}, "E12", "--poll", "--answer", dir)
+	waitPids(t, pids) // run 1 is running the answer, until the gate opens
 	var saved time.Time
 	for i := range 3 {
 		saved = write(t, main, slow, fmt.Sprintf("save %d", i))
 		time.Sleep(250 * time.Millisecond) // three separate changes, each debounced on its own
 	}
+	// Four polls (500 ms apart) after the third save, run 1 still going:
+	// then let it end. Run 2's answer finds the gate open and ends at once.
+	time.Sleep(2 * time.Second)
+	write(t, gate, nil, "")
 	if v := p.waitLine(verdict, time.Minute); v.at.Before(saved) { // FAILED, or INCONCLUSIVE on a busy machine
-		t.Skipf("the machine is so busy that run 1 ended before the third save")
+		t.Fatalf("run 1 ended before the third save, with its gate shut")
 	}
 	p.waitLine(regexp.MustCompile(`^── E12 · run 2 · `), 10*time.Second)
 	p.waitLine(verdict, time.Minute) // FAILED, or INCONCLUSIVE on a busy machine
@@ -530,7 +575,7 @@ func TestWatchInterruptKillsTheRun(t *testing.T) {
 	bin := buildLab(t, root)
 	dir := t.TempDir()
 	pids := filepath.Join(t.TempDir(), "pids")
-	write(t, filepath.Join(dir, "main.go"), []byte(strings.Replace(slowAnswer, "SLEEP", "time.Minute", 1)), "")
+	write(t, filepath.Join(dir, "main.go"), []byte(slowAnswer), "") // no gate: runs a minute
 	p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + t.TempDir(), "WATCH_TEST_PIDS=" + pids}, "E12", "--answer", dir)
 	pid, pgid, grandchild := waitPids(t, pids)
 	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }) // when the test fails, leave nothing behind

@@ -129,7 +129,9 @@ func (s *Service) BasketOnce(ctx context.Context, req BasketRequest, key string)
 	// The basket is stored before any supplier is asked: one that cannot be
 	// stored costs no call. A reservation left by a crash is taken over once
 	// its request can no longer be answering.
-	held, err := s.store.Reserve(ctx, b, func(held Basket) bool {
+	reserve, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	held, err := s.store.Reserve(reserve, b, func(held Basket) bool {
 		return !held.answered() && time.Since(held.Created) > 2*(s.basket.Deadline+storeWriteTime)
 	})
 	switch {
@@ -172,8 +174,8 @@ func (s *Service) BasketOnce(ctx context.Context, req BasketRequest, key string)
 	// has committed, a crash loses nothing the client is told about, and a
 	// crash before it leaves no job (and the reservation, answered by no one).
 	// The client going away does not stop it; the store's slowness does.
-	write, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(storeWriteTime))
-	defer cancel()
+	write, cancelWrite := context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(storeWriteTime))
+	defer cancelWrite()
 	if err := s.store.Put(write, b, queued...); err != nil {
 		return Basket{}, s.storeFailed(write, b.ID, err)
 	}

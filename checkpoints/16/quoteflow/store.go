@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -111,7 +112,15 @@ func (s *BoltStore) buryTx(tx *bolt.Tx, j queue.Job) error {
 	return bucket.Put([]byte(c.BasketID), v)
 }
 
-// Reserve stores b (see BasketStore) in one transaction.
+// reservePerLine is the room a reservation takes per line, about what the
+// line's answer and its three jobs will: the answer reuses those pages, so
+// a disk that had room for the reservation has room for the answer.
+const reservePerLine = 2 << 10
+
+// Reserve stores b (see BasketStore) in one transaction. The stored value
+// is padded to about the size of the answer (reservePerLine): on a full
+// disk the reservation fails, before any supplier is asked, rather than
+// the answer after.
 func (s *BoltStore) Reserve(ctx context.Context, b Basket, replace func(held Basket) bool) (Basket, error) {
 	if err := ctx.Err(); err != nil {
 		return Basket{}, err
@@ -120,6 +129,8 @@ func (s *BoltStore) Reserve(ctx context.Context, b Basket, replace func(held Bas
 	if err != nil {
 		return Basket{}, err
 	}
+	pad := strings.Repeat(" ", reservePerLine*len(b.Items)) // JSON whitespace: read as b
+	v = append(v[:len(v)-1], pad+"}"...)
 	var held Basket
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		if old := tx.Bucket(bucketBaskets).Get([]byte(b.ID)); old != nil {

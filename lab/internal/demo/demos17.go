@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -127,7 +126,7 @@ func kill9(ctx context.Context, e *Env, w io.Writer) error {
 		}
 	}
 	fmt.Fprintln(w, "three checkpoint 17 processes on one redis-server (a quota of 6, leases with a TTL of 2 s renewed every")
-	fmt.Fprintln(w, "TTL/3), under steady slow load (8, 3 and 3 quotes in flight); one is killed with kill -9 after 2 s.")
+	fmt.Fprintln(w, "TTL/3), under steady slow load (8, 3 and 3 quotes in flight); the first is killed with kill -9 once it holds 2 or more leases.")
 	fmt.Fprintln(w, "Witness: the lease set itself, sampled every 5 ms on Redis's clock; no_ttl: leases that never expire")
 	t := Table{Columns: columns(setups)}
 	for _, k := range order {
@@ -153,39 +152,8 @@ func kill9Run(ctx context.Context, e *Env, bin string) (map[string]any, error) {
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer rdb.Close()
 
-	// Steady load: 8, 3 and 3 slow quotes in flight, each answer followed by the next.
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	defer stopLoad()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer stopLoad()
-	for i, n := range []int{8, 3, 3} {
-		for range n {
-			wg.Go(func() {
-				for loadCtx.Err() == nil {
-					postQuote(loadCtx, ps[i].URL, "slow")
-				}
-			})
-		}
-	}
-	type sample struct {
-		at     time.Duration
-		owners map[string][]string
-	}
-	read := func() (map[string][]string, error) {
-		members, err := rdb.ZRangeByScore(ctx, leasesKey, &redis.ZRangeBy{Min: "-inf", Max: "+inf"}).Result()
-		if err != nil {
-			return nil, err
-		}
-		out := map[string][]string{}
-		for _, m := range members {
-			owner, _, _ := strings.Cut(m, ":")
-			out[owner] = append(out[owner], m)
-		}
-		return out, nil
-	}
-	// The leases' expiry is Redis's clock: a member whose score has passed
-	// is not held, whether or not a script has removed it yet.
+	// held counts the leases per owner (a process's random prefix of its
+	// lease IDs) whose expiry, on Redis's clock, has not passed.
 	held := func() (map[string]int, error) {
 		t, err := rdb.Time(ctx).Result()
 		if err != nil {
@@ -202,67 +170,83 @@ func kill9Run(ctx context.Context, e *Env, bin string) (map[string]any, error) {
 		}
 		return out, nil
 	}
-	if err := pause(ctx, 2*time.Second); err != nil {
-		return nil, err
+	// poll samples held every 5 ms until done says so or limit passes.
+	poll := func(limit time.Duration, done func(map[string]int) bool) (map[string]int, bool, error) {
+		start := time.Now()
+		for {
+			h, err := held()
+			if err != nil || done(h) {
+				return h, err == nil, err
+			}
+			if time.Since(start) > limit {
+				return h, false, nil
+			}
+			if err := pause(ctx, 5*time.Millisecond); err != nil {
+				return nil, false, err
+			}
+		}
 	}
-	var most atomic.Int64
-	atKill, err := held()
+
+	// Steady load: 8, 3 and 3 slow quotes in flight, each answer followed
+	// by the next. The first process starts alone, so the first owner seen
+	// in the lease set is its.
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stopLoad()
+	start := func(i, n int) {
+		for range n {
+			wg.Go(func() {
+				for loadCtx.Err() == nil {
+					postQuote(loadCtx, ps[i].URL, "slow")
+				}
+			})
+		}
+	}
+	start(0, 8)
+	h, ok, err := poll(5*time.Second, func(h map[string]int) bool { return len(h) > 0 })
 	if err != nil {
 		return nil, err
 	}
-	before, err := read()
+	if !ok {
+		return nil, fmt.Errorf("the first process took no lease within 5 s")
+	}
+	var victim string
+	for owner := range h {
+		victim = owner
+	}
+	start(1, 3)
+	start(2, 3)
+	if err := pause(ctx, 1500*time.Millisecond); err != nil {
+		return nil, err
+	}
+	// Kill it while it holds at least two leases.
+	atKill, _, err := poll(5*time.Second, func(h map[string]int) bool { return h[victim] >= 2 })
 	if err != nil {
 		return nil, err
 	}
 	killedAt := time.Now()
 	ps[0].Kill()
-	// The killed process's leases are the ones whose owner takes no new lease
-	// after the kill; sample every 5 ms for 4 s.
-	seen := map[string]bool{}
-	for _, ms := range before {
-		for _, m := range ms {
-			seen[m] = true
-		}
-	}
-	alive := map[string]bool{}
+	var most int
 	var expired, back time.Duration
-	var samples []sample
 	for time.Since(killedAt) < 4*time.Second {
-		now, err := read()
-		if err != nil {
-			return nil, err
-		}
 		h, err := held()
 		if err != nil {
 			return nil, err
 		}
 		at := time.Since(killedAt)
-		total := 0
-		for owner, ms := range now {
-			for _, m := range ms {
-				if !seen[m] {
-					alive[owner] = true
-				}
-			}
-		}
-		for _, n := range h {
-			total += n
-		}
-		most.Store(max(most.Load(), int64(total)))
-		samples = append(samples, sample{at, now})
-		dead := 0
-		others := 0
+		total, others := 0, 0
 		for owner, n := range h {
-			if alive[owner] {
+			total += n
+			if owner != victim {
 				others += n
-			} else {
-				dead += n
 			}
 		}
-		if at > 300*time.Millisecond && dead == 0 && expired == 0 {
+		most = max(most, total)
+		if h[victim] == 0 && expired == 0 {
 			expired = at
 		}
-		if at > 300*time.Millisecond && others == 6 && back == 0 && expired != 0 {
+		if others == 6 && back == 0 && expired != 0 {
 			back = at
 		}
 		if expired != 0 && back != 0 && at > expired+500*time.Millisecond {
@@ -272,18 +256,13 @@ func kill9Run(ctx context.Context, e *Env, bin string) (map[string]any, error) {
 			return nil, err
 		}
 	}
-	killedHeld := 0
-	for owner, n := range atKill {
-		if !alive[owner] {
-			killedHeld += n
-		}
-	}
+	stopLoad()
 	for _, p := range ps[1:] {
 		p.Kill()
 	}
 	return map[string]any{
-		"leases the killed process held": killedHeld, "its leases expired after (s)": orNever(expired),
-		"others held 6 again after (s)": orNever(back), "most leases held at once": most.Load(),
+		"leases the killed process held": atKill[victim], "its leases expired after (s)": orNever(expired),
+		"others held 6 again after (s)": orNever(back), "most leases held at once": most,
 	}, nil
 }
 

@@ -6,7 +6,9 @@
 // the run itself was held back (HeldBack: its own threads waited for a CPU,
 // measured by the runner) or the lab's timer fired late. A correct build
 // that fails while the answer was held back is re-run; when it fails again,
-// held back again, the verdict is "inconclusive", never "failed".
+// held back again, and in a different way, the verdict is "inconclusive";
+// the same failure twice, or a run that kept every CPU busy itself, is the
+// answer's (package mutation decides).
 package machine
 
 import (

@@ -106,7 +106,27 @@ type Report struct {
 	ElapsedMS     int64    `json:"elapsed_ms"`
 	// BuildMS: mutants, the wall time of building the answer (the schema
 	// build, and any mutant or wheat built on its own), before any run.
-	BuildMS int64 `json:"build_ms,omitempty"`
+	BuildMS int64    `json:"build_ms,omitempty"`
+	Timings *Timings `json:"timings,omitempty"` // where the time went (mutants; E15: the whole grading)
+}
+
+// Timings says where a check's time went, step by step, in the order the
+// steps ended: each build, each run of the answer (re-runs included), and
+// each wait of a run for its turn.
+type Timings struct {
+	Steps []Step `json:"steps"`
+}
+
+// A Step is one build, run or wait.
+type Step struct {
+	Kind string `json:"kind"` // build, run, wait
+	What string `json:"what"` // which build or run
+	MS   int64  `json:"ms"`
+}
+
+// Add records a step; the zero Timings is ready to use.
+func (t *Timings) Add(kind, what string, ms int64) {
+	t.Steps = append(t.Steps, Step{Kind: kind, What: what, MS: ms})
 }
 
 // Run is one execution of the answer on the correct build.

@@ -219,3 +219,15 @@ func Seconds(ms int64) string {
 	}
 	return fmt.Sprintf("%.1f s", float64(ms)/1000)
 }
+
+// WriteTimings writes where the check's time went, one step a line.
+func (r *Report) WriteTimings(w io.Writer) {
+	if r.Timings == nil || len(r.Timings.Steps) == 0 {
+		fmt.Fprintf(w, "timings: the whole check took %s (no steps recorded)\n", Seconds(r.ElapsedMS))
+		return
+	}
+	fmt.Fprintf(w, "timings (the whole check: %s):\n", Seconds(r.ElapsedMS))
+	for _, s := range r.Timings.Steps {
+		fmt.Fprintf(w, "  %-5s %8s  %s\n", s.Kind, Seconds(s.MS), s.What)
+	}
+}

@@ -9,6 +9,8 @@ package runner
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -58,8 +60,44 @@ type Result struct {
 	// mostly waits on timers and sockets is woken promptly even on a loaded
 	// machine; one that needs the CPU gets only a share of it.
 	Starved float64
+	// Orphans is how many processes the child left behind outside its
+	// process group (it called setsid, started a group of its own, or
+	// daemonized) that were found and killed after it (Linux, once
+	// BecomeSubreaper was called).
+	Orphans int
 	Err     error // could not start, or ctx was done first
 }
+
+// markerEnv names the variable that marks every process of one run (a
+// random value per run, the same shape for every run), so that a sweep
+// spares the daemons of a run still going.
+const markerEnv = "LAB_RUN"
+
+// tracked is one run, as a sweep sees it.
+type tracked struct {
+	marker string
+	pgid   int
+}
+
+// live is what runs now: the children this process started and waits for,
+// and the markers of their runs.
+var live = struct {
+	mu      sync.Mutex
+	pids    map[int]struct{}
+	markers map[string]struct{}
+}{pids: map[int]struct{}{}, markers: map[string]struct{}{}}
+
+func newMarker() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Sweep kills every process a run left behind (Linux, once BecomeSubreaper
+// was called; elsewhere it does nothing): the lab command calls it when a
+// check ends, so that nothing an answer started outlives the check. It
+// returns how many it killed.
+func Sweep() int { return sweep(nil) }
 
 // OK reports whether the child ran and exited 0.
 func (r Result) OK() bool { return r.Err == nil && !r.TimedOut && r.ExitCode == 0 }
@@ -81,18 +119,38 @@ func Run(ctx context.Context, c Cmd) (res Result) {
 	}
 	setGroup(cmd)
 	cmd.WaitDelay = waitDelay
+	run := &tracked{marker: newMarker()}
+	cmd.Env = append(cmd.Env, markerEnv+"="+run.marker)
 
+	live.mu.Lock() // a sweep never sees this child before it is known
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	err := cmd.Start()
+	if err == nil {
+		run.pgid = cmd.Process.Pid
+		live.pids[cmd.Process.Pid] = struct{}{}
+		live.markers[run.marker] = struct{}{}
+	}
+	live.mu.Unlock()
+	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
 			err = fmt.Errorf("%s is not on your PATH: %w", c.Name, err)
 		}
 		return Result{ExitCode: -1, Err: err}
 	}
+	defer func() {
+		live.mu.Lock()
+		delete(live.pids, run.pgid)
+		live.mu.Unlock()
+		// What the child started in a group or session of its own, or left
+		// behind when it exited, goes too (Linux, as the child subreaper).
+		res.Orphans = sweep(run)
+		live.mu.Lock()
+		delete(live.markers, run.marker)
+		live.mu.Unlock()
+	}()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	starve := watchStarvation(cmd.Process.Pid)
-	var err error
 	killed := false
 	select {
 	case err = <-done:

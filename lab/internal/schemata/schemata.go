@@ -12,9 +12,15 @@
 // switched at run time, so such an edit is left for a build of its own
 // (Generate returns it, with the reason).
 //
-// The variable's name and the value that selects each version are derived
-// from a secret key, so an answer cannot tell from its environment which
-// build it runs on: the correct checkpoint gets a value of the same shape.
+// The variable's name, the value that selects each version and the names
+// of the versions are derived from a secret key, so an answer cannot tell
+// from its environment, or from the names in its own binary, which build it
+// runs on: the correct checkpoint gets a value of the same shape, with a
+// case of its own in every dispatcher, and a build of its own (Decoy) gets
+// a value no dispatcher knows. The caller keeps the key away from the
+// answer (lab check holds it in memory while answers run) and removes the
+// generated files once the build is done: what is left to an answer is
+// the machine code of its own binary.
 package schemata
 
 import (
@@ -47,6 +53,13 @@ type Schema struct {
 
 // Reference returns the KEY=VALUE setting that selects the unedited code.
 func (s *Schema) Reference() string { return s.Env + "=" + s.token("\x00reference") }
+
+// Decoy returns a KEY=VALUE setting of the same shape that selects nothing,
+// for a run of a build of its own: its environment looks like every other.
+func (s *Schema) Decoy(name string) string { return s.Env + "=" + s.token("\x00decoy\x00"+name) }
+
+// suffix is the neutral name of variant name's version of a function.
+func (s *Schema) suffix(name string) string { return "v" + s.token("\x00func\x00" + name)[:10] }
 
 // Select returns the KEY=VALUE setting that selects variant name.
 func (s *Schema) Select(name string) string { return s.Env + "=" + s.Tokens[name] }
@@ -235,7 +248,7 @@ func changed(orig, ed *parsed) (funcs []string, imports []*ast.ImportSpec, why s
 
 // generateFile writes the schema version of one file: the original with
 // each changed function renamed to NAME__lab_orig, every edited version
-// appended as NAME__lab_<variant>, and a dispatcher under the original
+// appended as NAME__lab_v<keyed hash of the variant>, and a dispatcher under the original
 // name. It returns the variants compiled in and those left out.
 func generateFile(root, file string, vs []variant.Variant, s *Schema) (gen []byte, in []string, out []Separate, pkg string, err error) {
 	origSrc, err := readFile(root, file)
@@ -313,13 +326,13 @@ func generateFile(root, file string, vs []variant.Variant, s *Schema) (gen []byt
 		for _, k := range m.funcs {
 			fd := m.ed.funcs[k]
 			start, nameAt, end := m.ed.offset(fd.Pos()), m.ed.offset(fd.Name.Pos()), m.ed.offset(fd.End())
-			fmt.Fprintf(&b, "\n%s%s__lab_%s%s\n", m.ed.src[start:nameAt], fd.Name.Name, m.v.Name, m.ed.src[nameAt+len(fd.Name.Name):end])
+			fmt.Fprintf(&b, "\n%s%s__lab_%s%s\n", m.ed.src[start:nameAt], fd.Name.Name, s.suffix(m.v.Name), m.ed.src[nameAt+len(fd.Name.Name):end])
 		}
 	}
 	for _, k := range keys {
-		cases := map[string]string{}
+		cases := map[string]string{s.token("\x00reference"): "orig"} // token → the version it calls
 		for _, m := range dispatched[k] {
-			cases[m.v.Name] = s.token(m.v.Name)
+			cases[s.token(m.v.Name)] = s.suffix(m.v.Name)
 		}
 		b.WriteString(dispatcher(orig, orig.funcs[k], cases))
 	}
@@ -418,20 +431,20 @@ func dispatcher(p *parsed, fd *ast.FuncDecl, cases map[string]string) string {
 		b.WriteString(" (" + strings.Join(results, ", ") + ")")
 	}
 	b.WriteString(" {\n\tswitch labSchemaVersion {\n")
-	names := make([]string, 0, len(cases))
-	for n := range cases {
-		names = append(names, n)
+	tokens := make([]string, 0, len(cases))
+	for t := range cases {
+		tokens = append(tokens, t)
 	}
-	slices.Sort(names)
+	slices.Sort(tokens) // random order: the tokens are keyed
 	call := func(suffix string) string {
 		return fmt.Sprintf("%s%s__lab_%s%s(%s)", recvCall, fd.Name.Name, suffix, typeArgs, strings.Join(args, ", "))
 	}
-	for _, n := range names {
-		fmt.Fprintf(&b, "\tcase %q:\n", cases[n])
+	for _, t := range tokens {
+		fmt.Fprintf(&b, "\tcase %q:\n", t)
 		if len(results) == 0 {
-			fmt.Fprintf(&b, "\t\t%s\n\t\treturn\n", call(n))
+			fmt.Fprintf(&b, "\t\t%s\n\t\treturn\n", call(cases[t]))
 		} else {
-			fmt.Fprintf(&b, "\t\treturn %s\n", call(n))
+			fmt.Fprintf(&b, "\t\treturn %s\n", call(cases[t]))
 		}
 	}
 	b.WriteString("\t}\n")

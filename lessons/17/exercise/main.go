@@ -48,7 +48,11 @@
 //
 // Print one line "E17 passed: <what you showed>" and exit 0 when all of this
 // holds; otherwise say what failed and exit 1. Kill the redis-server you
-// started (its whole process group) before you exit.
+// started before you exit, on every path: setGroup and killGroup (in
+// group_unix.go and group_other.go, chosen by build tags) start it in a
+// process group of its own and kill that group on Unix, and kill the
+// process alone on Windows. lab check kills whatever your program leaves
+// running, but a leftover server still costs you the check.
 //
 // Run it:    go run ./lessons/17/exercise
 // Check it:  go run ./lab check E17

@@ -87,13 +87,22 @@ func (g *grader) checkCall(ctx context.Context) {
 
 	o, r := outs["done"], runs["done"]
 	var v verdict
-	v.need(o.OK && status(o.Status) == 200 && o.Phase == "done", "it came back as ok %v, status %s, phase %q", o.OK, statusText(o.Status), o.Phase)
+	if lateAnswer(o, callCases["done"]) {
+		v.slow("it was cut at its read limit: the machine delayed a 50 ms answer past %.0f ms", callCases["done"].readMS())
+	} else {
+		v.need(o.OK && status(o.Status) == 200 && o.Phase == "done", "it came back as ok %v, status %s, phase %q", o.OK, statusText(o.Status), o.Phase)
+	}
 	v.within(r.wallMS(), 2000, allowFor(r), "it took %.0f ms for a 50 ms answer", r.wallMS())
 	g.judge("call_done", v, "GET /call?ms=50: ok %v, status %v, phase %q, %.0f ms", o.OK, statusText(o.Status), o.Phase, r.wallMS())
 
 	o = outs["503"]
-	g.set("call_http_error", !o.OK && status(o.Status) == 503 && o.Phase == "done",
-		"GET /call?fail=1 (--connect left to its default): ok %v, status %v, phase %q", o.OK, statusText(o.Status), o.Phase)
+	v = verdict{}
+	if lateAnswer(o, callCases["503"]) {
+		v.slow("it was cut at its read limit: the machine delayed the 503 past %.0f ms", callCases["503"].readMS())
+	} else {
+		v.need(!o.OK && status(o.Status) == 503 && o.Phase == "done", "it came back as ok %v, status %s, phase %q", o.OK, statusText(o.Status), o.Phase)
+	}
+	g.judge("call_http_error", v, "GET /call?fail=1 (--connect left to its default): ok %v, status %v, phase %q", o.OK, statusText(o.Status), o.Phase)
 
 	g.checkCut("call_read_limit", outs["read"], runs["read"], "GET /call?ms=4000 with --connect 3 --read 0.5",
 		"the slow answer was not cut")
@@ -169,4 +178,12 @@ func statusText(s *float64) string {
 		return "null"
 	}
 	return fmt.Sprint(*s)
+}
+
+// lateAnswer reports whether a call whose answer is quick came back cut in
+// phase read no sooner than its read limit: the answer (the lab's partner
+// runs on the same busy machine) was late, which only load can do to it.
+// Anything else than that exact shape is the tool's.
+func lateAnswer(o callOut, c callCase) bool {
+	return o.Phase == "read" && !o.OK && o.Status == nil && o.ElapsedMS >= c.readMS()-early
 }

@@ -171,22 +171,23 @@ func (g *grader) checkBudgetCut(o deadlineOut, r run) {
 
 // checkFloor checks that no call starts with less than --min-ms left.
 func (g *grader) checkFloor(o deadlineOut) {
-	const minMS = 300.0
+	c := deadlineCases["floor"]
+	minMS := float64(c.minMS)
 	var bad []string
 	skipped := 0
-	for i, c := range o.Calls {
+	for i, call := range o.Calls {
 		switch {
-		case c.Phase == "no_budget":
+		case call.Phase == "no_budget":
 			skipped++
-			if c.ElapsedMS != 0 {
-				bad = append(bad, fmt.Sprintf("call %d is no_budget but took %.0f ms", i+1, c.ElapsedMS))
+			if call.ElapsedMS != 0 {
+				bad = append(bad, fmt.Sprintf("call %d is no_budget but took %.0f ms", i+1, call.ElapsedMS))
 			}
-		case c.ReadTimeoutMS < minMS:
-			bad = append(bad, fmt.Sprintf("call %d started with %.0f ms left, below --min-ms 300 (phase %q)", i+1, c.ReadTimeoutMS, c.Phase))
+		case call.ReadTimeoutMS < minMS:
+			bad = append(bad, fmt.Sprintf("call %d started with %.0f ms left, below --min-ms %.0f (phase %q)", i+1, call.ReadTimeoutMS, minMS, call.Phase))
 		}
 	}
 	if o.Calls[2].Phase != "no_budget" {
-		bad = append(bad, fmt.Sprintf("call 3 has phase %q after two 400 ms calls of a 1000 ms budget", o.Calls[2].Phase))
+		bad = append(bad, fmt.Sprintf("call 3 has phase %q after two %d ms calls of a %d ms budget", o.Calls[2].Phase, c.targets[0].delayMS, c.budget))
 	}
 	if o.Skipped != skipped {
 		bad = append(bad, fmt.Sprintf("skipped is %d for %d no_budget calls", o.Skipped, skipped))
@@ -194,9 +195,9 @@ func (g *grader) checkFloor(o deadlineOut) {
 	if skipped > 0 && !o.Exceeded {
 		bad = append(bad, "exceeded is false although a call was skipped")
 	}
-	detail := "budget 1000 ms, --min-ms 300, calls of 400, 400, 50 ms: " + strings.Join(bad, "; ")
+	detail := fmt.Sprintf("budget %d ms, --min-ms %d, calls of %d, %d, %d ms: ", c.budget, c.minMS, c.targets[0].delayMS, c.targets[1].delayMS, c.targets[2].delayMS) + strings.Join(bad, "; ")
 	if len(bad) == 0 {
-		detail = fmt.Sprintf("budget 1000 ms, --min-ms 300: call 3 skipped with %.0f ms left", o.Calls[2].ReadTimeoutMS)
+		detail = fmt.Sprintf("budget %d ms, --min-ms %d: call 3 skipped with %.0f ms left", c.budget, c.minMS, o.Calls[2].ReadTimeoutMS)
 	}
 	g.set("deadline_floor", len(bad) == 0, "%s", detail)
 }

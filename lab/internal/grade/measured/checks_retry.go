@@ -426,6 +426,15 @@ func (g *grader) checkRetryFloor(x *retried) {
 	o := x.out
 	var v verdict
 	v.need(len(x.log.Calls) <= 4, "the partner received %d attempts: one started with less than --min-ms 700 left", len(x.log.Calls))
+	// A busy machine makes attempts fewer, but never later to start than
+	// the floor allows: every attempt of a correct tool is sent by 300 ms
+	// into the run, so by 300 ms after the first one (the run began before
+	// it), and arrives within 150 ms of transit more. A tool that ignores the
+	// floor goes on sending until the budget is spent, however slow it is.
+	if n := len(x.log.Calls); n > 1 {
+		first, last := x.log.Calls[0].ArrivalMs, x.log.Calls[n-1].ArrivalMs
+		v.need(last-first <= 300+150, "the partner received attempt %d %.0f ms after the first: it started with less than --min-ms 700 of the 1000 ms budget left", n, last-first)
+	}
 	v.need(o.Attempts == len(x.log.Calls), "retry reports %d attempts, the partner received %d", o.Attempts, len(x.log.Calls))
 	v.need(!o.OK && o.StoppedReason == "budget", "it stopped with stopped_reason %q (ok %v), not budget", o.StoppedReason, o.OK)
 	v.within(x.run.wallMS(), float64(x.job.budgetMS)+slack, allowFor(x.run), "the run took %.0f ms for a 1000 ms budget", x.run.wallMS())

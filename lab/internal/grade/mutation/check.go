@@ -22,12 +22,14 @@ package mutation
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -77,12 +79,20 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 		r.Verdict, r.Summary = report.Failed, "cannot read the mutant definitions: "+err.Error()
 		return r
 	}
-	vs := slices.DeleteFunc(all, func(v variant.Variant) bool { return v.Kind == report.Broken })
+	vs := slices.DeleteFunc(all, func(v variant.Variant) bool {
+		return v.Kind == report.Broken || o.Only != "" && v.Name != o.Only
+	})
 	for _, v := range vs {
 		r.Properties = append(r.Properties, report.Prop{Name: v.Name, Kind: v.Kind, Story: v.Story, Required: v.Required, Status: report.NotRun})
 	}
 
-	c := &checker{o: o, mon: mon, r: &r}
+	guard, err := grade.NewGuard(o.Root)
+	if err != nil {
+		r.Verdict, r.Summary = report.Failed, "cannot read the course before running the answer: "+err.Error()
+		return r
+	}
+	c := &checker{o: o, mon: mon, r: &r, key: takeKey(o.CacheDir), guard: guard}
+	defer putKey(o.CacheDir, c.key)
 	if l.Redis {
 		// One redis-server for the whole check, started while the answer
 		// builds; each run gets a database of its own on it.
@@ -129,6 +139,9 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 		}
 	}
 	c.decide()
+	if o.Only != "" {
+		r.Notes = append(r.Notes, "only "+o.Only+" was run (--only): this verdict is not the exercise's; run without --only for that (it is not recorded for `lab list` either).")
+	}
 	if ctx.Err() != nil {
 		r.Verdict, r.OK, r.Summary, r.Next = report.Failed, false, "interrupted before the check finished.", ""
 	}
@@ -139,8 +152,15 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 type checker struct {
 	o   grade.Request
 	mon grade.Monitor
-	r   *report.Report
-	mu  sync.Mutex // guards r's notes and machine figures while runs go at once
+	key []byte // the schema selectors' key: in memory only while answers run
+	// guard restores what grading depends on after every run; tampered
+	// names what an answer changed there.
+	guard         *grade.Guard
+	tampered      []string
+	orphansNoted  bool
+	selfBusyNoted bool
+	r             *report.Report
+	mu            sync.Mutex // guards r's notes and machine figures while runs go at once
 	// redis is the check's shared redis-server (lessons with Redis), nil
 	// without one; set before the first run (redisUp closed), then read only.
 	redis   *sharedRedis
@@ -183,11 +203,7 @@ func (c *checker) prepare(ctx context.Context, vs []variant.Variant) (*builds, e
 
 	var separate []schemata.Separate
 	if !o.Separate && len(vs) > 0 {
-		secret, err := secretKey(o.CacheDir)
-		if err != nil {
-			return nil, err
-		}
-		b.schema, separate, err = schemata.Generate(o.Root, filepath.Join(b.dir, "schema"), vs, secret)
+		b.schema, separate, err = schemata.Generate(o.Root, filepath.Join(b.dir, "schema"), vs, c.key)
 		if err != nil {
 			return nil, err // a stale edit: the course's bug, said plainly
 		}
@@ -203,7 +219,13 @@ func (c *checker) prepare(ctx context.Context, vs []variant.Variant) (*builds, e
 	if err != nil {
 		return nil, err
 	}
+	defer b.clean() // what the build read says which selector is which
 	b.mainRes = runner.Build(ctx, o.Root, overlay, b.main, b.pkg)
+	what := "the answer with the mutant schema (the checkpoint, every mutant and wheat)"
+	if b.schema == nil {
+		what = "the answer on the checkpoint"
+	}
+	c.step("build", what, b.mainRes.Elapsed)
 	if !b.mainRes.OK() && b.schema != nil && ctx.Err() == nil {
 		// Whose fault? Build the plain checkpoint: if that builds, the
 		// schema is not viable (a course bug), and each variant gets a
@@ -212,7 +234,9 @@ func (c *checker) prepare(ctx context.Context, vs []variant.Variant) (*builds, e
 		if err != nil {
 			return nil, err
 		}
-		if res := runner.Build(ctx, o.Root, plain, b.main, b.pkg); res.OK() {
+		res := runner.Build(ctx, o.Root, plain, b.main, b.pkg)
+		c.step("build", "the answer on the plain checkpoint (the schema did not build)", res.Elapsed)
+		if res.OK() {
 			c.note("the mutant schema did not build with this answer, so each mutant and wheat was built on its own (slower; a course bug worth reporting):\n" + report.Shorten(buildOutput(b.mainRes), 600))
 			for _, v := range b.schema.Members {
 				b.own[v] = ""
@@ -221,6 +245,18 @@ func (c *checker) prepare(ctx context.Context, vs []variant.Variant) (*builds, e
 		}
 	}
 	return b, nil
+}
+
+// clean removes the files the builds read (the generated schema, the
+// overlays, the edited files): they say which selector picks which
+// variant, and an answer could read them while it runs. The binaries stay.
+func (b *builds) clean() {
+	entries, _ := os.ReadDir(b.dir)
+	for _, e := range entries {
+		if n := e.Name(); n == "schema" || strings.HasPrefix(n, "overlay-") || strings.HasPrefix(n, "own-") {
+			os.RemoveAll(filepath.Join(b.dir, n))
+		}
+	}
 }
 
 func (b *builds) schemaFiles() map[string]string {
@@ -300,14 +336,19 @@ func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant)
 				continue
 			}
 			bin = b.own[v.Name]
+			if b.schema != nil {
+				env = b.schema.Decoy(v.Name) // the same shape as every other run's
+			}
 		} else {
 			env = b.schema.Select(v.Name)
 		}
+		waitFrom := time.Now()
 		sem <- struct{}{}
 		if ctx.Err() != nil { // stopped while waiting for a turn
 			<-sem
 			break
 		}
+		c.step("wait", string(v.Kind)+" "+v.Name+" for its turn", time.Since(waitFrom))
 		wg.Go(func() {
 			defer func() { <-sem }()
 			began := time.Now()
@@ -323,6 +364,16 @@ func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant)
 // runsAtOnce is how many mutant and wheat runs share the machine with the
 // reference's.
 const runsAtOnce = 4
+
+// step records where time went; runs that go at once share the record.
+func (c *checker) step(kind, what string, d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.r.Timings == nil {
+		c.r.Timings = &report.Timings{}
+	}
+	c.r.Timings.Add(kind, what, d.Milliseconds())
+}
 
 // note adds a note to the report; runs that go at once share it.
 func (c *checker) note(s string) {
@@ -349,8 +400,8 @@ func (c *checker) buildOwn(ctx context.Context, b *builds, vs []variant.Variant)
 		go func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			bin := filepath.Join(b.dir, "bin", runner.Exe(v.Name))
-			dir := filepath.Join(b.dir, "own-"+v.Name)
+			bin := filepath.Join(b.dir, "bin", runner.Exe(c.neutral(v.Name)))
+			dir := filepath.Join(b.dir, "own-"+c.neutral(v.Name))
 			ovFile, err := variant.WriteOverlay(c.o.Root, dir, v)
 			if err == nil && len(b.external) > 0 {
 				ovFile, err = c.overlayWith(b, dir, v)
@@ -359,7 +410,9 @@ func (c *checker) buildOwn(ctx context.Context, b *builds, vs []variant.Variant)
 				results <- built{v.Name, "", err.Error()}
 				return
 			}
-			if res := runner.Build(ctx, c.o.Root, ovFile, bin, b.pkg); !res.OK() {
+			res := runner.Build(ctx, c.o.Root, ovFile, bin, b.pkg)
+			c.step("build", "the answer on "+string(v.Kind)+" "+v.Name+" (a build of its own)", res.Elapsed)
+			if !res.OK() {
 				results <- built{v.Name, "", buildOutput(res)}
 				return
 			}
@@ -378,6 +431,15 @@ func (c *checker) buildOwn(ctx context.Context, b *builds, vs []variant.Variant)
 		close(done)
 	}()
 	<-done
+	b.clean()
+}
+
+// neutral is a name for a variant's files that says nothing of it: a
+// keyed hash, the key held in memory while answers run.
+func (c *checker) neutral(name string) string {
+	m := hmac.New(sha256.New, c.key)
+	m.Write([]byte("\x00file\x00" + name))
+	return "b" + hex.EncodeToString(m.Sum(nil))[:12]
 }
 
 // overlayWith is the overlay of one variant plus an external answer's files.
@@ -394,7 +456,7 @@ func (c *checker) overlayWith(b *builds, dir string, v variant.Variant) (string,
 	if err := variant.WriteIfChanged(file, data); err != nil {
 		return "", err
 	}
-	return c.overlay(b, "own-"+v.Name, map[string]string{target: file})
+	return c.overlay(b, "own-"+c.neutral(v.Name), map[string]string{target: file})
 }
 
 // judged is the outcome of running one build, with re-runs.
@@ -423,17 +485,22 @@ func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass, de
 	passes, goods := 0, 0
 	var bad *runner.Result
 	for range c.o.Repeat {
-		res, busy := c.run(ctx, bin, env)
+		res, busy := c.run(ctx, what, bin, env)
 		todo := strings.Contains(res.Output, "TODO") // a starter: not a matter of timing
 		if !good(res) && busy && decides && !res.TimedOut && !todo && ctx.Err() == nil {
-			again, busyAgain := c.run(ctx, bin, env)
+			again, busyAgain := c.run(ctx, what+" (again)", bin, env)
 			m := c.mon.Since(0)
 			if good(again) {
 				c.note(fmt.Sprintf("%s: the first run went wrong while the machine was busy (%s); it was run again and went right.", what, describe(m, res)))
 				res = again
+			} else if wantPass && busyAgain && sameFailure(res, again) {
+				// The same failure twice on the same build: load changes
+				// when things happen, not what a wrong status or code says.
+				c.note(fmt.Sprintf("%s: went wrong twice in the same way while the machine was busy (%s); a failure that repeats word for word is the answer's, not the machine's.", what, describe(m, again)))
+				res = again
 			} else if wantPass && busyAgain {
-				// A correct build failed twice, held back both times: that
-				// says nothing about the answer.
+				// A correct build failed twice, differently, held back both
+				// times: that says nothing about the answer.
 				j.busy = true
 				c.note(fmt.Sprintf("%s: went wrong twice while the machine was too busy to judge timing (%s).", what, describe(m, again)))
 			}
@@ -467,9 +534,14 @@ func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass, de
 // run runs bin once and says whether a busy machine held it back: the
 // answer's own threads waited for a CPU (Starved, Linux), or the lab's own
 // timer fired late.
-func (c *checker) run(ctx context.Context, bin, env string) (runner.Result, bool) {
+func (c *checker) run(ctx context.Context, what, bin, env string) (runner.Result, bool) {
 	mark := c.mon.Mark()
-	cmd := runner.Cmd{Name: bin, Dir: c.o.Root, Timeout: c.o.Timeout}
+	scratch, exe, err := c.scratch(bin)
+	if err != nil {
+		return runner.Result{ExitCode: -1, Err: err}, false
+	}
+	defer os.RemoveAll(scratch)
+	cmd := runner.Cmd{Name: exe, Dir: scratch, Timeout: c.o.Timeout}
 	if env != "" {
 		cmd.Env = []string{env}
 	}
@@ -477,12 +549,87 @@ func (c *checker) run(ctx context.Context, bin, env string) (runner.Result, bool
 		cmd.Env = append(cmd.Env, db)
 	}
 	res := runner.Run(ctx, cmd)
+	c.step("run", what, res.Elapsed)
+	changed := c.guard.Restore()
 	c.mu.Lock()
 	if res.Starved > c.r.MaxStarved() {
 		c.r.SetMaxStarved(res.Starved)
 	}
+	for _, f := range changed {
+		if !slices.Contains(c.tampered, f) {
+			c.tampered = append(c.tampered, f)
+		}
+	}
+	if res.Orphans > 0 && !c.orphansNoted {
+		c.orphansNoted = true
+		c.r.Notes = append(c.r.Notes, fmt.Sprintf("the answer left %d process(es) running outside its process group (setsid, a group of its own, a daemon); lab killed them. Wait for every process you start, and kill it before you exit.", res.Orphans))
+	}
 	c.mu.Unlock()
-	return res, c.mon.Since(mark).Busy || c.mon.HeldBack(res.Starved, res.Elapsed)
+	busy := c.mon.Since(mark).Busy || c.mon.HeldBack(res.Starved, res.Elapsed)
+	if busy && selfBusy(res) {
+		// Judged from outside the answer: it was the one keeping the CPUs busy.
+		busy = false
+		c.mu.Lock()
+		if !c.selfBusyNoted {
+			c.selfBusyNoted = true
+			c.r.Notes = append(c.r.Notes, fmt.Sprintf("your program itself kept the CPUs busy (%s of CPU in %s on %d CPUs): the machine is not to blame for what went wrong while it ran.",
+				res.CPU.Round(time.Millisecond), res.Elapsed.Round(time.Millisecond), runtime.NumCPU()))
+		}
+		c.mu.Unlock()
+	}
+	return res, busy
+}
+
+// scratch makes a fresh folder for one run, the answer's working
+// directory, holding the binary under a name every run shares: the path,
+// argv[0] and the working directory say nothing of which build it is.
+func (c *checker) scratch(bin string) (dir, exe string, err error) {
+	runs := filepath.Join(c.o.CacheDir, "run")
+	if err := os.MkdirAll(runs, 0o755); err != nil {
+		return "", "", err
+	}
+	dir, err = os.MkdirTemp(runs, "")
+	if err != nil {
+		return "", "", err
+	}
+	exe = filepath.Join(dir, runner.Exe("answer"))
+	if err := os.Link(bin, exe); err != nil {
+		err = copyFile(bin, exe)
+		if err != nil {
+			os.RemoveAll(dir)
+			return "", "", err
+		}
+	}
+	return dir, exe, nil
+}
+
+// copyFile copies an executable.
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o755)
+}
+
+// sameFailure reports whether two failed runs of one build failed the same
+// way: the same exit code and the same last line (loopback ports aside,
+// which change from run to run). A line that carries a measured time
+// differs from run to run, so a timing failure is never "the same".
+func sameFailure(a, b runner.Result) bool {
+	norm := func(r runner.Result) string {
+		return portRE.ReplaceAllString(report.LastLine(r.Output), "127.0.0.1:PORT")
+	}
+	return a.ExitCode == b.ExitCode && a.Err == nil && b.Err == nil && norm(a) != "" && norm(a) == norm(b)
+}
+
+var portRE = regexp.MustCompile(`(127\.0\.0\.1|localhost|\[::1\]):[0-9]+`)
+
+// selfBusy reports whether a run used at least half of every CPU of the
+// machine for its whole run: its threads waiting for a CPU, and the lab's
+// timer firing late, were then the answer's own doing, not the machine's.
+func selfBusy(res runner.Result) bool {
+	return res.Elapsed >= 100*time.Millisecond && res.CPU*2 >= res.Elapsed*time.Duration(runtime.NumCPU())
 }
 
 // describe says how busy the machine was, and how much it held a run back.
@@ -569,6 +716,10 @@ func (c *checker) decide() {
 		bonusNote = fmt.Sprintf(" (bonus: %d/%d)", bonusOK, bonus)
 	}
 	switch {
+	case len(c.tampered) > 0:
+		r.Verdict = report.Failed
+		r.Summary = "the answer changed files the grading depends on while it ran: " + strings.Join(c.tampered, ", ") + " (lab put them back)."
+		r.Next = "an answer reads the course, never writes into it: write only in a temporary folder of your own (os.MkdirTemp), then run `" + again + "` again"
 	case ref.Status == report.BuildFailed:
 		r.Verdict, r.Summary = report.Failed, "the answer does not compile."
 		r.Next = "fix the errors above, then run `" + again + "` again"
@@ -591,7 +742,11 @@ func (c *checker) decide() {
 	case ref.Status != report.Pass:
 		r.Verdict = report.Failed
 		r.Summary = fmt.Sprintf("the answer fails on the correct %s; it must pass there before the mutants mean anything.", cp)
-		r.Next = fmt.Sprintf("run `go run ./%s` to see it fail, fix it, then run `%s` again", o.Answer, again)
+		run := "./" + o.Answer
+		if filepath.IsAbs(o.Answer) {
+			run = o.Answer
+		}
+		r.Next = fmt.Sprintf("run `go run %s` to see it fail, fix it, then run `%s` again", run, again)
 	case len(missed) > 0 || len(wheatFails) > 0:
 		r.Verdict = report.Failed
 		var parts []string
@@ -670,18 +825,32 @@ func answerKey(o grade.Request) (string, error) {
 	return strings.NewReplacer("/", "_", ".", "_").Replace(o.Answer), nil
 }
 
-// secretKey returns the cache's key for the schema selectors, made once.
-func secretKey(cacheDir string) ([]byte, error) {
-	file := filepath.Join(cacheDir, "schemata.key")
-	if data, err := os.ReadFile(file); err == nil && len(data) >= 16 {
-		return data, nil
+// keyFile holds the schema selectors' key between checks, so that the same
+// answer builds the same schema (the build cache helps); it is never on
+// disk while an answer runs.
+const keyFile = "schemata.key"
+
+// takeKey takes the key out of the cache folder: it is read and removed,
+// and kept in memory until putKey writes it back when the check is done.
+// A missing key (a first check, a check that was killed, two at once)
+// means a new one: only the build cache loses.
+func takeKey(cacheDir string) []byte {
+	file := filepath.Join(cacheDir, keyFile)
+	data, err := os.ReadFile(file)
+	os.Remove(file)
+	if err == nil && len(data) >= 16 {
+		return data
 	}
 	key := make([]byte, 32)
 	rand.Read(key)
-	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
-		return nil, err
+	return key
+}
+
+// putKey writes the key back once no answer runs.
+func putKey(cacheDir string, key []byte) {
+	if os.MkdirAll(cacheDir, 0o755) == nil {
+		_ = os.WriteFile(filepath.Join(cacheDir, keyFile), key, 0o600)
 	}
-	return key, os.WriteFile(file, key, 0o600)
 }
 
 // touch marks dir as just used.

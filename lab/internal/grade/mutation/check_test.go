@@ -76,6 +76,13 @@ import ("fmt"; "os")
 
 func main() { fmt.Println("E12 failed: I always fail"); os.Exit(1) }
 `,
+	// Fails with a line that differs every run (a measured time, say).
+	"answers/jittery/main.go": `package main
+
+import ("fmt"; "os"; "time")
+
+func main() { fmt.Println("E12 failed: late by", time.Now().UnixNano()); os.Exit(1) }
+`,
 	"answers/hang/main.go": "package main\n\nimport \"time\"\n\nfunc main() { time.Sleep(time.Hour) }\n",
 	"answers/spin/main.go": "package main\n\nfunc main() { n := 0; for { n++ } }\n",
 	// Assumes the service is ready 10 ms after asking: a sleep, not a signal.
@@ -239,17 +246,27 @@ func TestCheck(t *testing.T) {
 		}
 	})
 
-	t.Run("on a busy machine a failure is inconclusive, never failed; a timeout still fails", func(t *testing.T) {
-		r := toyCheck(t, root, grade.Request{Answer: "answers/wrong", Monitor: busy{}})
+	t.Run("on a busy machine a failure that differs is inconclusive; the same failure twice, or a timeout, fails", func(t *testing.T) {
+		r := toyCheck(t, root, grade.Request{Answer: "answers/jittery", Monitor: busy{}})
 		if r.Verdict != report.Inconclusive || r.Verdict.ExitCode() != 3 || r.Reference.Status != report.Busy {
 			t.Fatalf("verdict %s, reference %s; want inconclusive", r.Verdict, r.Reference.Status)
 		}
 		if !strings.Contains(strings.Join(r.Notes, " "), "went wrong twice while the machine was too busy") {
 			t.Errorf("notes %q", r.Notes)
 		}
+		// "I always fail", word for word twice: load does not write that line.
+		r = toyCheck(t, root, grade.Request{Answer: "answers/wrong", Monitor: busy{}})
+		if r.Verdict != report.Failed || r.Reference.Status != report.Fail {
+			t.Fatalf("wrong on a busy machine: verdict %s, reference %s; want failed", r.Verdict, r.Reference.Status)
+		}
+		if !strings.Contains(strings.Join(r.Notes, " "), "went wrong twice in the same way") {
+			t.Errorf("notes %q", r.Notes)
+		}
+		// Sleepy fails on the wheat that is ready later, the same way every
+		// time: its sleep is wrong whatever the load.
 		r = toyCheck(t, root, grade.Request{Answer: "answers/sleepy", Monitor: busy{}})
-		if r.Verdict != report.Inconclusive || property(t, r, "ready_later").Status != report.Busy {
-			t.Fatalf("sleepy on a busy machine: %s, %+v", r.Verdict, property(t, r, "ready_later"))
+		if p := property(t, r, "ready_later"); r.Verdict != report.Failed || p.Status != report.Fail {
+			t.Fatalf("sleepy on a busy machine: %s, %+v", r.Verdict, p)
 		}
 		// A mutant let through twice stays missed: load does not make a test pass.
 		write(t, filepath.Join(root, "answers/lenient/main.go"), strings.Replace(refAnswer, `if !quoteflow.Valid(1) { fmt.Println("E12 failed: quantity 1 rejected"); os.Exit(1) }`, "", 1))

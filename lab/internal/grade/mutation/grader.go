@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"quoteflowlab.dev/lab/internal/grade"
 	"quoteflowlab.dev/lab/internal/report"
+	"quoteflowlab.dev/lab/internal/variant"
 )
 
 // Grader grades an exercise whose answer is a test: the grade.Grader of
@@ -28,6 +30,21 @@ func (g *Grader) Accept(req grade.Request) error {
 	}
 	if err := hasGoFiles(req); err != nil {
 		return err
+	}
+	if req.Only != "" {
+		vs, err := variant.Load(req.Root, l.Checks(), l.Exercise())
+		if err != nil {
+			return err
+		}
+		var names []string
+		for _, v := range vs {
+			if v.Kind != report.Broken {
+				names = append(names, v.Name)
+			}
+		}
+		if !slices.Contains(names, req.Only) {
+			return fmt.Errorf("--only %s: %s has no mutant or wheat of that name (its checks: %s)", req.Only, l.Exercise(), strings.Join(names, ", "))
+		}
 	}
 	g.req = req
 	return nil

@@ -1,0 +1,138 @@
+package grade
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// A Guard keeps what grading depends on as it was before any answer ran:
+// every checkpoint, every lesson's checks (lessons/*/mutants) and the root
+// go.mod and go.sum. An answer runs as the student, so it can write there;
+// Restore finds what it changed, puts the files back, and says which. The
+// course is about 300 files and 2 MB, held in memory.
+type Guard struct {
+	root  string
+	mu    sync.Mutex
+	files map[string]guarded // slash path from root → what it held
+}
+
+type guarded struct {
+	data []byte
+	mode fs.FileMode
+}
+
+// Guarded says whether grading depends on the file at rel (a slash path
+// from the root).
+func Guarded(rel string) bool {
+	switch {
+	case rel == "go.mod" || rel == "go.sum":
+		return true
+	case strings.HasPrefix(rel, "checkpoints/"):
+		return true
+	case strings.HasPrefix(rel, "lessons/"):
+		parts := strings.Split(rel, "/")
+		return len(parts) >= 4 && parts[2] == "mutants"
+	}
+	return false
+}
+
+// NewGuard reads what grading depends on under root.
+func NewGuard(root string) (*Guard, error) {
+	files, err := readGuarded(root)
+	if err != nil {
+		return nil, err
+	}
+	return &Guard{root: root, files: files}, nil
+}
+
+func readGuarded(root string) (map[string]guarded, error) {
+	files := map[string]guarded{}
+	add := func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() || !Guarded(rel) {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if !info.Mode().IsRegular() {
+			files[rel] = guarded{mode: info.Mode()} // a link or a device: its kind is what counts
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files[rel] = guarded{data: data, mode: info.Mode()}
+		return nil
+	}
+	for _, top := range []string{"checkpoints", "lessons"} {
+		if err := filepath.WalkDir(filepath.Join(root, top), add); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range []string{"go.mod", "go.sum"} {
+		info, err := os.Lstat(filepath.Join(root, f))
+		if err != nil {
+			continue
+		}
+		if err := add(filepath.Join(root, f), fs.FileInfoToDirEntry(info), nil); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// Restore compares what grading depends on with what it was, puts back
+// every file that was changed or removed, removes every file that was
+// added, and returns their slash paths, sorted. A file it could not put
+// back is named with the reason.
+func (g *Guard) Restore() []string {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now, err := readGuarded(g.root)
+	if err != nil {
+		return []string{"(the course could not be read back: " + err.Error() + ")"}
+	}
+	var changed []string
+	for rel, was := range g.files {
+		is, ok := now[rel]
+		if ok && is.mode == was.mode && bytes.Equal(is.data, was.data) {
+			continue
+		}
+		changed = append(changed, rel)
+		path := filepath.Join(g.root, filepath.FromSlash(rel))
+		if !was.mode.IsRegular() {
+			continue // not ours to recreate; named all the same
+		}
+		os.RemoveAll(path) // a directory or a link put in its place goes too
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, was.data, was.mode.Perm()); err != nil {
+			changed[len(changed)-1] += " (could not be restored: " + err.Error() + ")"
+		}
+	}
+	for rel := range now {
+		if _, ok := g.files[rel]; !ok {
+			changed = append(changed, rel)
+			os.Remove(filepath.Join(g.root, filepath.FromSlash(rel)))
+		}
+	}
+	slices.Sort(changed)
+	return changed
+}

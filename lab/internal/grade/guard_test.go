@@ -1,0 +1,59 @@
+package grade
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// What an answer changes, adds or removes where grading looks is named and
+// put back; what it writes elsewhere (its own folder) is not the guard's.
+func TestGuardRestoresTheCourse(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"go.mod":                           "module quoteflowlab.dev\n",
+		"checkpoints/13/quoteflow/a.go":    "package quoteflow\n",
+		"lessons/13/mutants/m.txtar":       "kind: mutant\n",
+		"lessons/12/exercise/main.go":      "package main\n",
+		"checkpoints/14/quoteflow/gone.go": "package quoteflow\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(body), 0o644)
+	}
+	g, err := NewGuard(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Restore(); len(got) != 0 {
+		t.Fatalf("nothing changed, yet the guard says %v", got)
+	}
+	os.WriteFile(filepath.Join(root, "checkpoints/13/quoteflow/a.go"), []byte("package quoteflow // evil\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "checkpoints/13/extra.txt"), []byte("hi"), 0o644)
+	os.WriteFile(filepath.Join(root, "lessons/13/mutants/m.txtar"), []byte("kind: wheat\n"), 0o644)
+	os.Remove(filepath.Join(root, "checkpoints/14/quoteflow/gone.go"))
+	os.WriteFile(filepath.Join(root, "lessons/12/exercise/main.go"), []byte("package main // mine\n"), 0o644)
+
+	got := g.Restore()
+	want := []string{"checkpoints/13/extra.txt", "checkpoints/13/quoteflow/a.go", "checkpoints/14/quoteflow/gone.go", "lessons/13/mutants/m.txtar"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Restore = %v; want %v", got, want)
+	}
+	for name, body := range files {
+		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
+		if name == "lessons/12/exercise/main.go" {
+			body = "package main // mine\n" // the answer's own folder is not guarded
+		}
+		if err != nil || string(data) != body {
+			t.Errorf("%s = %q, %v; want %q", name, data, err, body)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "checkpoints/13/extra.txt")); !os.IsNotExist(err) {
+		t.Errorf("the added file is still there (%v)", err)
+	}
+	if got := g.Restore(); len(got) != 0 {
+		t.Fatalf("after a restore, the guard still says %v", got)
+	}
+}

@@ -1,0 +1,119 @@
+package load
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeQuoteFlow answers every quote after 20 ms with boreal failed
+// (timeout) and counts the requests in flight at once.
+type fakeQuoteFlow struct {
+	inFlight, peak, total atomic.Int64
+	calls                 *atomic.Int64 // the fake provider's call counter
+}
+
+func (f *fakeQuoteFlow) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := f.inFlight.Add(1)
+	defer f.inFlight.Add(-1)
+	for p := f.peak.Load(); n > p && !f.peak.CompareAndSwap(p, n); p = f.peak.Load() {
+	}
+	f.total.Add(1)
+	f.calls.Add(3)
+	time.Sleep(20 * time.Millisecond)
+	if r.URL.Path == "/api/baskets" {
+		json.NewEncoder(w).Encode(map[string]any{"pending": 1, "items": []any{
+			map[string]any{"status": "complete", "failures": []any{}},
+			map[string]any{"status": "partial", "failures": []any{map[string]string{"supplier": "boreal", "code": "rate_limited"}}},
+		}})
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]any{"failures": []any{map[string]string{"supplier": "boreal", "code": "timeout"}}})
+}
+
+func fakeProvider(calls *atomic.Int64) *httptest.Server {
+	var mu sync.Mutex
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		json.NewEncoder(w).Encode(Stats{Total: calls.Load(), PerSupplier: map[string]int64{"boreal": calls.Load() / 3}, RateLimited: calls.Load() / 3})
+	}))
+}
+
+func TestConcurrencyRunSendsExactlyNAndCountsWhatCameBack(t *testing.T) {
+	var calls atomic.Int64
+	calls.Store(30) // counted before the run: not in the difference
+	qf := &fakeQuoteFlow{calls: &calls}
+	srv := httptest.NewServer(qf)
+	defer srv.Close()
+	prov := fakeProvider(&calls)
+	defer prov.Close()
+
+	r, err := Run(context.Background(), Config{Targets: []string{srv.URL}, Request: "quote", Concurrency: 4, Requests: 20, Provider: prov.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := qf.total.Load(); got != 20 || r.Requests != 20 {
+		t.Errorf("QuoteFlow saw %d requests, report says %d; want 20", got, r.Requests)
+	}
+	if p := qf.peak.Load(); p != 4 {
+		t.Errorf("peak in flight at QuoteFlow = %d, want 4 (--concurrency 4)", p)
+	}
+	if r.Statuses["200"] != 20 || r.Failures["timeout"] != 20 {
+		t.Errorf("statuses %v failures %v; want 200: 20 and timeout: 20", r.Statuses, r.Failures)
+	}
+	if r.LatencyMs.P50 < 20 || r.LatencyMs.Max < r.LatencyMs.P99 || r.LatencyMs.P99 < r.LatencyMs.P50 {
+		t.Errorf("latency %+v: want p50 >= 20 ms (the fake's delay) and p50 <= p99 <= max", r.LatencyMs)
+	}
+	var inHist uint64
+	for _, b := range r.Histogram {
+		inHist += b.Count
+	}
+	if inHist != 20 {
+		t.Errorf("histogram holds %d requests, want 20", inHist)
+	}
+	if r.Provider == nil || r.Provider.Calls != 60 || r.Provider.RateLimited != 20 || r.Provider.PerSupplier["boreal"] != 20 {
+		t.Errorf("provider difference %+v: want 60 calls (3 per quote), 20 429s, boreal 20", r.Provider)
+	}
+}
+
+func TestBasketRunCountsLinesAndRoundRobins(t *testing.T) {
+	var calls atomic.Int64
+	a, b := &fakeQuoteFlow{calls: &calls}, &fakeQuoteFlow{calls: &calls}
+	sa, sb := httptest.NewServer(a), httptest.NewServer(b)
+	defer sa.Close()
+	defer sb.Close()
+	r, err := Run(context.Background(), Config{Targets: []string{sa.URL, sb.URL}, Request: "basket", Lines: 2, Rate: 200, Requests: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.total.Load() != 5 || b.total.Load() != 5 {
+		t.Errorf("round robin: %d and %d requests, want 5 and 5", a.total.Load(), b.total.Load())
+	}
+	if r.Lines["complete"] != 10 || r.Lines["partial"] != 10 || r.Failures["rate_limited"] != 10 || r.Pending != 10 {
+		t.Errorf("lines %v failures %v pending %d", r.Lines, r.Failures, r.Pending)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	ok := Config{Targets: []string{"http://127.0.0.1:9100"}, Request: "quote", Concurrency: 1, Requests: 1}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]Config{
+		"remote target":   {Targets: []string{"http://192.0.2.1:9100"}, Request: "quote", Concurrency: 1, Requests: 1},
+		"no end":          {Targets: ok.Targets, Request: "quote", Concurrency: 1},
+		"rate and conc":   {Targets: ok.Targets, Request: "quote", Concurrency: 1, Rate: 2, Requests: 1},
+		"51 lines":        {Targets: ok.Targets, Request: "basket", Lines: 51, Concurrency: 1, Requests: 1},
+		"remote provider": {Targets: ok.Targets, Request: "quote", Concurrency: 1, Requests: 1, Provider: "http://192.0.2.1:9101"},
+	} {
+		if c.Validate() == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
