@@ -231,7 +231,9 @@ func extraWithinBudget() (string, error) {
 		return plan{d: 2 * time.Millisecond}
 	}}
 	cfg := hedge.BudgetConfig{Cap: 5}
-	svc, err := newService(f, quoteflow.Config{Hedge: fixed(30 * time.Millisecond), ExtraConfig: cfg, Budget: 3 * time.Second})
+	// A limit of 12: every slow call finds a free slot for its hedge, so
+	// only the budget stands between them and one hedge per call.
+	svc, err := newService(f, quoteflow.Config{Hedge: fixed(30 * time.Millisecond), ExtraConfig: cfg, OutboundLimit: 12, Budget: 3 * time.Second})
 	if err != nil {
 		return "", err
 	}
