@@ -132,7 +132,20 @@ type Owner struct {
 	ID    string
 	Value []byte
 	Keep  int // owners kept at most (≥ 1)
+	// IfAbsent writes nothing (ErrOwnerExists) when the owner is stored
+	// already, unless its stored value is IfValue (compare and swap).
+	IfAbsent bool
+	IfValue  []byte
 }
+
+// ErrOwnerExists is returned by EnqueueWith with IfAbsent for an owner
+// that is stored already (with another value than IfValue).
+var ErrOwnerExists = errors.New("queue: owner stored already")
+
+// landMargin is how long before its caller's deadline a write must reach
+// Redis to be made: a write made just before the deadline may be answered
+// just after it, and the caller would report as lost a write that landed.
+const landMargin = 100 * time.Millisecond
 
 // Enqueue adds jobs as pending (see Queue), all in one script or none.
 func (q *Stream) Enqueue(ctx context.Context, jobs ...Job) error {
@@ -160,8 +173,20 @@ func (q *Stream) OwnerKey(id string) string { return q.owners + ":" + id }
 // ID after the owner's ID and "/" → the job's last reason.
 func (q *Stream) DeadKey(id string) string { return q.OwnerKey(id) + ":dead" }
 
+// put runs putScript. With a deadline on ctx, the script writes nothing
+// when it reaches Redis later than landMargin before it (ErrUnavailable):
+// Redis stalled with the command in its queue runs it when it resumes, and
+// it must not land after the caller was told it did not.
 func (q *Stream) put(ctx context.Context, o Owner, jobs []Job) error {
-	args := []any{o.ID, o.Value, o.Keep}
+	var notAfter int64
+	if d, ok := ctx.Deadline(); ok {
+		notAfter = d.Add(-landMargin).UnixMilli()
+	}
+	mode := ""
+	if o.IfAbsent {
+		mode = "absent"
+	}
+	args := []any{o.ID, o.Value, o.Keep, notAfter, mode, o.IfValue}
 	for _, j := range jobs {
 		if len(j.ID) > MaxIDBytes || len(j.Body) > MaxBodyBytes {
 			return fmt.Errorf("%w: %d-byte ID, %d-byte body (at most %d and %d)", ErrTooLarge, len(j.ID), len(j.Body), MaxIDBytes, MaxBodyBytes)
@@ -176,8 +201,13 @@ func (q *Stream) put(ctx context.Context, o Owner, jobs []Job) error {
 	if err != nil {
 		return wrap(err)
 	}
-	if res[0] == 1 {
+	switch res[0] {
+	case 1:
 		return fmt.Errorf("%w: %d jobs waiting", ErrFull, res[1])
+	case 2:
+		return fmt.Errorf("%w: the write reached Redis after its deadline and was not made", ErrUnavailable)
+	case 3:
+		return ErrOwnerExists
 	}
 	return nil
 }

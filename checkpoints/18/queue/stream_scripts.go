@@ -79,7 +79,11 @@ end
 // owner's value at KEYS[7] + id in the same step.
 //
 // ARGV[6] owner id (” for none), ARGV[7] its value, ARGV[8] owners kept,
-// then ARGV[9..] id, body, not-before (unix ms, 0: none) triples. A job not
+// ARGV[9] not after (unix ms, 0: none): past it on Redis's clock the script
+// writes nothing, so a write its caller gave up on (Redis stalled, the
+// deadline passed) cannot land later; ARGV[10] 'absent' to write only if the
+// owner is not stored, unless its value is ARGV[11] (” for none),
+// then ARGV[12..] id, body, not-before (unix ms, 0: none) triples. A job not
 // yet due waits in the delayed set, as a failed one does, and goes in the
 // stream when promoteScript finds it due.
 //
@@ -87,9 +91,16 @@ end
 // starting with the owner's id and '/'), which makes room for the new jobs.
 // A job whose ID is held already, in any state, is left as it is. When the
 // open jobs (pending or leased) would pass MaxOpen, nothing at all is
-// written. Returns {0} or {1, open jobs} (full).
+// written. Returns {0}, {1, open jobs} (full), {2} (too late) or {3} (the
+// owner is stored already).
 var putScript = redis.NewScript(luaCommon + `
 local owner, value, keepOwners = ARGV[6], ARGV[7], tonumber(ARGV[8])
+local notAfter = tonumber(ARGV[9])
+if notAfter > 0 and now > notAfter then return {2} end
+if owner ~= '' and ARGV[10] == 'absent' and redis.call('EXISTS', OWNER .. owner) == 1
+    and (ARGV[11] == '' or redis.call('GET', OWNER .. owner) ~= ARGV[11]) then
+  return {3}
+end
 local victims = {}
 if owner ~= '' then
   local n = redis.call('LLEN', OWNERS)
@@ -105,7 +116,7 @@ for _, v in ipairs(victims) do
   end
 end
 local new, seen = {}, {}
-for i = 9, #ARGV, 3 do
+for i = 12, #ARGV, 3 do
   local id = ARGV[i]
   if not seen[id] and redis.call('EXISTS', jobkey(id)) == 0 then
     table.insert(new, i)

@@ -63,7 +63,8 @@ type Redis struct {
 	seen   string              // the epoch last seen
 	closed bool
 
-	renewing sync.Mutex // held while a renewal runs: a release waits for it (release)
+	renewing sync.Mutex     // held while a renewal runs: a release waits for it (release)
+	releases sync.WaitGroup // lease removals under way (Release); Close waits for them
 	stop     chan struct{}
 	stopped  chan struct{}
 	lost     atomic.Int64 // renewals that found no room (see Lost)
@@ -200,8 +201,10 @@ func (q *Redis) tryAcquire(ctx context.Context, id string) (bool, error) {
 
 // Release gives back one of the leases this process holds (they are all
 // alike); it panics when none is held. It waits for a renewal in flight,
-// which might otherwise add the lease back after it was removed. If Redis
-// cannot be reached the lease expires by itself within the TTL.
+// which might otherwise add the lease back after it was removed, but not
+// for Redis: the lease is removed in the background, within OpTimeout, so
+// a stalled Redis never delays the caller's answer. If Redis cannot be
+// reached the lease expires by itself within the TTL.
 func (q *Redis) Release() {
 	q.renewing.Lock()
 	q.mu.Lock()
@@ -210,14 +213,24 @@ func (q *Redis) Release() {
 		break
 	}
 	delete(q.held, id)
+	closed := q.closed
+	if !closed && id != "" {
+		q.releases.Add(1) // before Close can wait: it sets closed under mu
+	}
 	q.mu.Unlock()
 	q.renewing.Unlock()
 	if id == "" {
 		panic("quota: Release without a matching Acquire")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
-	defer cancel()
-	q.rdb.ZRem(ctx, q.leases, id)
+	if closed {
+		return // no more renewals: the lease expires within the TTL
+	}
+	go func() {
+		defer q.releases.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
+		defer cancel()
+		q.rdb.ZRem(ctx, q.leases, id)
+	}()
 }
 
 // renewLoop renews every held lease every TTL/3, in one round trip.
@@ -340,6 +353,7 @@ func (q *Redis) Close() {
 		close(q.stop)
 	}
 	<-q.stopped
+	q.releases.Wait()
 }
 
 // unavailable classifies a failed round trip: the caller's own deadline or

@@ -2,6 +2,8 @@ package quoteflow
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -60,15 +62,44 @@ func (s *Service) options(deadline time.Duration) fanout.Options {
 		Budget: s.extra}
 }
 
+// Errors of a basket under an Idempotency-Key (BasketOnce).
+var (
+	// ErrKeyReused: the key was used for a different basket (422).
+	ErrKeyReused = errors.New("quoteflow: this Idempotency-Key was used for a different basket")
+	// ErrKeyInFlight: a request with the key is still being answered (409).
+	ErrKeyInFlight = errors.New("quoteflow: a basket with this Idempotency-Key is still being answered")
+)
+
+// MaxIdempotencyKey is the longest Idempotency-Key accepted, in bytes.
+const MaxIdempotencyKey = 255
+
+// storeWriteTime bounds the write of a basket's answer, which comes after
+// the deadline's fan-out: a store too slow for it is store_unavailable.
+const storeWriteTime = 250 * time.Millisecond
+
 // Basket validates req (ErrInvalid naming items[i].field, before any supplier
-// is contacted), takes an inbound slot (ErrBusy), and asks every supplier for
-// every line at once through the shared outbound limit, answering by the
-// basket deadline. Every supplier call that ended with a retryable reason is
-// written to the compensation queue before Basket returns, and the basket is
-// stored as it stands, for GET /api/baskets/{id} to show it filling in.
-// If ctx ends first, Basket returns ctx's error and stores nothing.
+// is contacted), takes an inbound slot (ErrBusy), stores the basket
+// (ErrStoreUnavailable when it cannot: then no supplier is asked), and asks
+// every supplier for every line at once through the shared outbound limit,
+// answering by the basket deadline. Every supplier call that ended with a
+// retryable reason is written to the compensation queue before Basket
+// returns, with the basket as it stands, for GET /api/baskets/{id} to show it
+// filling in. If ctx ends first, Basket returns ctx's error.
 func (s *Service) Basket(ctx context.Context, req BasketRequest) (Basket, error) {
+	return s.BasketOnce(ctx, req, "")
+}
+
+// BasketOnce is Basket under an idempotency key (a POST's Idempotency-Key;
+// "" for none): the first request with key makes the basket; a later one
+// with the same lines and scenario gets that basket (stored, as it stands
+// now) and asks no supplier; one with other lines gets ErrKeyReused, and one
+// while the first is still being answered ErrKeyInFlight. The key is kept
+// as long as its basket (the store keeps the newest DefaultMaxBaskets).
+func (s *Service) BasketOnce(ctx context.Context, req BasketRequest, key string) (Basket, error) {
 	if err := req.Validate(); err != nil {
+		return Basket{}, err
+	}
+	if err := validKey(key); err != nil {
 		return Basket{}, err
 	}
 	if s.store == nil || s.queue == nil {
@@ -80,25 +111,50 @@ func (s *Service) Basket(ctx context.Context, req BasketRequest) (Basket, error)
 	}
 	defer release()
 	started := time.Now()
-	b := Basket{ID: newRequestID()[:16], Items: make([]BasketLine, len(req.Items))}
+	deadline := started.Add(s.basket.Deadline)
+	b := Basket{ID: newRequestID()[:16], Scenario: req.Scenario, Created: started.UTC().Truncate(time.Millisecond),
+		Items: make([]BasketLine, len(req.Items))}
+	if key != "" {
+		b.ID, b.IdempotencyKey = keyID(key), key
+	}
 	lineIDs := make([]string, len(req.Items))
 	var jobs []fanout.Job[*Quote]
 	hedged := make([]bool, len(req.Items)*len(suppliers)) // each written by its own job only
 	for i, item := range req.Items {
 		lineIDs[i] = newRequestID()
+		b.Items[i] = BasketLine{Index: i, SKU: item.SKU, Quantity: item.Quantity, RequestID: lineIDs[i],
+			Status: LineAsking, Quotes: []Quote{}, Failures: []LineFailure{}}
 		q := QuoteRequest{SKU: item.SKU, Quantity: item.Quantity, Scenario: req.Scenario}
 		for _, name := range suppliers {
 			jobs = append(jobs, s.supplierJob(name, q, lineIDs[i], &hedged[len(jobs)]))
 		}
 	}
-	results := fanout.Run(ctx, jobs, s.options(s.basket.Deadline))
+	// The basket is stored before any supplier is asked: one that cannot be
+	// stored costs no call. A reservation left by a crash is taken over once
+	// its request can no longer be answering.
+	reserve, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	held, err := s.store.Reserve(reserve, b, func(held Basket) bool {
+		return !held.answered() && time.Since(held.Created) > 2*(s.basket.Deadline+storeWriteTime)
+	})
+	switch {
+	case errors.Is(err, ErrBasketExists) && !held.asks(req):
+		return Basket{}, ErrKeyReused
+	case errors.Is(err, ErrBasketExists) && !held.answered():
+		return Basket{}, ErrKeyInFlight
+	case errors.Is(err, ErrBasketExists):
+		return held, nil // the same request again: the same basket
+	case err != nil:
+		return Basket{}, s.storeFailed(ctx, b.ID, err)
+	}
+	results := fanout.Run(ctx, jobs, s.options(time.Until(deadline)))
 	if err := ctx.Err(); err != nil {
 		return Basket{}, fmt.Errorf("quoteflow: basket abandoned: %w", err)
 	}
 	var queued []queue.Job
 	for i, item := range req.Items {
-		b.Items[i] = BasketLine{Index: i, SKU: item.SKU, Quantity: item.Quantity, RequestID: lineIDs[i],
-			Quotes: []Quote{}, Failures: []LineFailure{}, Calls: make([]Calls, len(suppliers))}
+		b.Items[i].Status = ""
+		b.Items[i].Calls = make([]Calls, len(suppliers))
 		for k, name := range suppliers {
 			r := results[i*len(suppliers)+k]
 			c := Calls{Supplier: name, Attempts: r.Attempts, Hedged: hedged[i*len(suppliers)+k]}
@@ -127,11 +183,48 @@ func (s *Service) Basket(ctx context.Context, req BasketRequest) (Basket, error)
 	b.BudgetTokens = s.extra.Stats().Tokens
 	// The basket and its jobs in one transaction, before the answer: once it
 	// has committed, a crash loses nothing the client is told about, and a
-	// crash before it leaves neither a basket nor a job.
-	if err := s.store.Put(context.WithoutCancel(ctx), b, queued...); err != nil {
-		return Basket{}, fmt.Errorf("quoteflow: basket store: %w", err)
+	// crash before it leaves no job (and the reservation, answered by no one).
+	// The client going away does not stop it; the store's slowness does.
+	write, cancelWrite := context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(storeWriteTime))
+	defer cancelWrite()
+	if err := s.store.Put(write, b, queued...); err != nil {
+		return Basket{}, s.storeFailed(write, b.ID, err)
 	}
 	return b, nil
+}
+
+// storeFailed classifies a failed basket write: the queue's refusal and the
+// client's own leaving as they are, anything else (a full disk, a store out
+// of reach or too slow) as ErrStoreUnavailable, logged once.
+func (s *Service) storeFailed(ctx context.Context, id string, err error) error {
+	switch {
+	case errors.Is(err, queue.ErrFull), errors.Is(err, queue.ErrTooLarge):
+		return fmt.Errorf("quoteflow: basket store: %w", err)
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return fmt.Errorf("quoteflow: basket abandoned: %w", err)
+	}
+	s.logger.Error("basket not stored; answered 503 store_unavailable", "basket", id, "err", err)
+	return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+}
+
+// validKey accepts "" (no key) or 1 to MaxIdempotencyKey printable ASCII bytes.
+func validKey(key string) error {
+	if len(key) > MaxIdempotencyKey {
+		return invalid("Idempotency-Key", "%d bytes, at most %d", len(key), MaxIdempotencyKey)
+	}
+	for i := range len(key) {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return invalid("Idempotency-Key", "byte %d is not printable ASCII", i)
+		}
+	}
+	return nil
+}
+
+// keyID is the basket ID of an idempotency key: the same key, the same
+// basket, in every process sharing the store.
+func keyID(key string) string {
+	sum := sha256.Sum256([]byte("idempotency-key:" + key))
+	return hex.EncodeToString(sum[:8])
 }
 
 // GetBasket returns a stored basket as it stands (ErrNoBasket if unknown).

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // MaxBasketLines is the most lines one basket may hold.
@@ -25,6 +26,7 @@ type BasketRequest struct {
 type LineStatus string
 
 const (
+	LineAsking   LineStatus = "asking"   // stored before the suppliers are asked; the basket is not answered yet
 	LineComplete LineStatus = "complete" // every supplier gave its word (a quote, or too little stock)
 	LinePartial  LineStatus = "partial"  // some quotes, some failures
 	LineFailed   LineStatus = "failed"   // no supplier gave a quote
@@ -33,10 +35,15 @@ const (
 // Basket is the answer to a BasketRequest, and what GET /api/baskets/{id}
 // shows as the compensation queue fills it in.
 type Basket struct {
-	ID        string       `json:"basket_id"`
-	Items     []BasketLine `json:"items"`
-	Pending   int          `json:"pending"` // failures queued and not yet finished
-	ElapsedMS Milliseconds `json:"elapsed_ms"`
+	ID string `json:"basket_id"`
+	// IdempotencyKey is the request's Idempotency-Key header, if it had
+	// one: the same key again gets this basket, never a second one.
+	IdempotencyKey string       `json:"idempotency_key,omitempty"`
+	Scenario       string       `json:"scenario"`
+	Created        time.Time    `json:"created"` // when the request was accepted
+	Items          []BasketLine `json:"items"`
+	Pending        int          `json:"pending"` // failures queued and not yet finished
+	ElapsedMS      Milliseconds `json:"elapsed_ms"`
 	// ExtraCalls counts the retries and hedges this basket sent;
 	// BudgetTokens is what the shared budget held once it had answered.
 	ExtraCalls   int     `json:"extra_calls"`
@@ -116,6 +123,25 @@ func (l *BasketLine) rank() {
 	default:
 		l.Status = LinePartial
 	}
+}
+
+// answered reports whether the basket's suppliers have been asked (a
+// reserved basket's lines are all LineAsking until its answer is stored).
+func (b *Basket) answered() bool {
+	return !slices.ContainsFunc(b.Items, func(l BasketLine) bool { return l.Status == LineAsking })
+}
+
+// asks reports whether b was made for req: the same lines and scenario.
+func (b *Basket) asks(req BasketRequest) bool {
+	if b.Scenario != req.Scenario || len(b.Items) != len(req.Items) {
+		return false
+	}
+	for i, item := range req.Items {
+		if b.Items[i].SKU != item.SKU || b.Items[i].Quantity != item.Quantity {
+			return false
+		}
+	}
+	return true
 }
 
 // bury settles supplier's queued failure on line index as dead, with the

@@ -59,7 +59,9 @@ func (s *Service) postBasket(w http.ResponseWriter, r *http.Request) {
 		writeInvalid(w, err)
 		return
 	}
-	b, err := s.Basket(r.Context(), req)
+	// The IETF httpapi draft's header, as payment APIs use it: a retried POST
+	// with the same key gets the same basket, never a second one.
+	b, err := s.BasketOnce(r.Context(), req, r.Header.Get("Idempotency-Key"))
 	if err != nil {
 		writeQuoteError(w, r, err)
 		return
@@ -138,12 +140,19 @@ func writeQuoteError(w http.ResponseWriter, r *http.Request, err error) {
 		// Nothing of the basket was kept: the client may send it again later.
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "compensation_queue_full"})
-	case errors.Is(err, ErrNoStore):
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "basket_store_unavailable"})
+	case errors.Is(err, ErrKeyReused):
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"detail": "idempotency_key_reused",
+			"field": "Idempotency-Key", "reason": "this key was used for a basket with other lines or scenario"})
+	case errors.Is(err, ErrKeyInFlight):
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusConflict, map[string]string{"detail": "idempotency_key_in_flight"})
 	case errors.Is(err, ErrStoreUnavailable), errors.Is(err, queue.ErrUnavailable):
-		// Redis out of reach: nothing was kept; it may be back in a moment.
+		// The store could not keep the basket (a full disk, Redis out of
+		// reach or too slow): nothing was kept; it may be back in a moment.
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "store_unavailable"})
+	case errors.Is(err, ErrNoStore):
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "basket_store_unavailable"})
 	case r.Context().Err() != nil:
 		// The client has gone; nobody is left to read an answer.
 	default:

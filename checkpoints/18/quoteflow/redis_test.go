@@ -372,3 +372,83 @@ func TestADeadStreamJobSettlesItsBasketLine(t *testing.T) {
 		t.Errorf("queue %+v, want 2 dead", c)
 	}
 }
+
+// Redis stalls (1.5 s) while a quote's calls are in flight: the quote still
+// answers within its 800 ms budget. Releasing a slot does not wait for Redis.
+func TestARedisStallDoesNotStretchAQuote(t *testing.T) {
+	s := redistest.Start(t)
+	fake := newFake(nil)
+	fake.latency = 200 * time.Millisecond
+	p := redisProcess(t, s.URL(), fake, quota.RedisConfig{Limit: 6}, Config{Budget: 800 * time.Millisecond})
+	type answer struct {
+		took time.Duration
+		err  error
+	}
+	done := make(chan answer, 1)
+	start := time.Now()
+	go func() {
+		_, err := p.svc.Quote(context.Background(), kb(1))
+		done <- answer{time.Since(start), err}
+	}()
+	for fake.InFlight() < 3 && time.Since(start) < 5*time.Second { // every slot taken: now stall
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.Stall(1500 * time.Millisecond)
+	a := <-done
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if a.took > 800*time.Millisecond+200*time.Millisecond {
+		t.Errorf("the quote answered after %s with Redis stalled, want within its 800 ms budget (+200 ms slack)", a.took)
+	}
+}
+
+// Redis stalls (1.5 s) as a basket's answer is written: the client gets 503
+// store_unavailable within the deadline plus the write's allowance, and that
+// is true: when Redis resumes, the write it held is refused (too late), so
+// no job is queued and no supplier is asked again. A retry with the same
+// Idempotency-Key, once the first is over, makes the basket once.
+func TestABasketWriteCannotLandAfterItsDeadline(t *testing.T) {
+	s := redistest.Start(t)
+	fake := newFake(map[string]reply{"boreal": status(503)})
+	fake.latency = 300 * time.Millisecond
+	p := redisProcess(t, s.URL(), fake, quota.RedisConfig{Limit: 6}, Config{Basket: BasketPolicy{Deadline: 500 * time.Millisecond}})
+	h := p.svc.Handler()
+	done := make(chan *httptest.ResponseRecorder, 1)
+	start := time.Now()
+	go func() { done <- postBasket(h, "order-9", twoLines) }()
+	for fake.InFlight() < 6 && time.Since(start) < 5*time.Second { // reserved, every call out: now stall
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.Stall(1500 * time.Millisecond)
+	rec := <-done
+	took := time.Since(start)
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "store_unavailable") || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("with Redis stalled at the write: %d %s, want 503 store_unavailable with Retry-After", rec.Code, rec.Body)
+	}
+	if limit := 500*time.Millisecond + storeWriteTime + 250*time.Millisecond; took > limit {
+		t.Errorf("answered after %s, want within %s (deadline, write allowance, slack)", took, limit)
+	}
+	ctx := testCtx(t)
+	for time.Since(start) < 1600*time.Millisecond || redis.NewClient(&redis.Options{Addr: s.Addr}).Ping(ctx).Err() != nil {
+		time.Sleep(20 * time.Millisecond) // until Redis has resumed and run what it held
+	}
+	if c, err := p.queue.Counts(ctx); err != nil || c != (queue.Counts{}) {
+		t.Errorf("queue %+v, %v after Redis resumed; want nothing: the client was told nothing was kept", c, err)
+	}
+	if b, err := p.svc.GetBasket(ctx, keyID("order-9")); err != nil || b.answered() {
+		t.Errorf("basket %+v, %v; want only the reservation, never answered", b, err)
+	}
+	calls := fake.TotalCalls()
+	time.Sleep(2 * (500*time.Millisecond + storeWriteTime)) // the reservation can no longer be answering
+	retry := postBasket(h, "order-9", twoLines)
+	b := decodeJSON[Basket](t, retry)
+	if retry.Code != http.StatusOK || !b.answered() || fake.TotalCalls() == calls {
+		t.Fatalf("the retry: %d %s, want 200 with the basket made now", retry.Code, retry.Body)
+	}
+	calls = fake.TotalCalls()
+	again := postBasket(h, "order-9", twoLines)
+	if got := decodeJSON[Basket](t, again); again.Code != http.StatusOK || got.ID != b.ID || fake.TotalCalls() != calls {
+		t.Errorf("the retry again: %d, basket %s, %d new calls; want 200, basket %s and no call", again.Code, got.ID, fake.TotalCalls()-calls, b.ID)
+	}
+}

@@ -13,10 +13,6 @@ import (
 	"quoteflowlab.dev/checkpoints/18/queue"
 )
 
-// ErrStoreUnavailable wraps a failure to reach a RedisStore's server: the
-// handler answers it with 503 {"detail":"store_unavailable"}.
-var ErrStoreUnavailable = errors.New("quoteflow: the basket store (Redis) is unavailable")
-
 // maxUpdateTries bounds Update's optimistic retries when other processes
 // keep changing the same basket.
 const maxUpdateTries = 50
@@ -44,7 +40,46 @@ func NewRedisStore(q *queue.Stream, maxBaskets int) (*RedisStore, error) {
 	return &RedisStore{queue: q, rdb: q.Client(), maxBaskets: maxBaskets}, nil
 }
 
-// Put stores b and enqueues jobs in one script (see BoltStore.Put).
+// Reserve stores b (see BasketStore) in one script, which writes only if
+// no basket with b's ID is stored, or if the one stored is still the one
+// replace was shown (compare and swap).
+func (s *RedisStore) Reserve(ctx context.Context, b Basket, replace func(held Basket) bool) (Basket, error) {
+	v, err := json.Marshal(b)
+	if err != nil {
+		return Basket{}, err
+	}
+	o := queue.Owner{ID: b.ID, Value: v, Keep: s.maxBaskets, IfAbsent: true}
+	for range maxUpdateTries {
+		err := s.queue.EnqueueWith(ctx, o)
+		if !errors.Is(err, queue.ErrOwnerExists) {
+			return Basket{}, unavailable(ctx, err)
+		}
+		raw, err := s.rdb.Get(ctx, s.queue.OwnerKey(b.ID)).Bytes()
+		if errors.Is(err, redis.Nil) {
+			o.IfValue = nil // dropped in between: try again
+			continue
+		}
+		if err != nil {
+			return Basket{}, unavailable(ctx, err)
+		}
+		var held Basket
+		if err := json.Unmarshal(raw, &held); err != nil {
+			return Basket{}, err
+		}
+		if replace == nil || !replace(held) {
+			if held, err = s.Get(ctx, b.ID); err != nil { // with the deaths of its jobs
+				return Basket{}, err
+			}
+			return held, ErrBasketExists
+		}
+		o.IfValue = raw
+	}
+	return Basket{}, fmt.Errorf("quoteflow: basket store: basket %s changed by others %d times in a row", b.ID, maxUpdateTries)
+}
+
+// Put stores b and enqueues jobs in one script (see BoltStore.Put). The
+// script writes nothing if it reaches Redis after ctx's deadline (less a
+// margin): a write the caller gave up on never lands later.
 func (s *RedisStore) Put(ctx context.Context, b Basket, jobs ...queue.Job) error {
 	v, err := json.Marshal(b)
 	if err != nil {

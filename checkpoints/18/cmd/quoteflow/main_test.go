@@ -56,6 +56,9 @@ func TestRunRefusesWhatItCannotDo(t *testing.T) {
 		{"bad rate", []string{"--redis", "redis://127.0.0.1:1/0", "--rate", "5", "--addr", busy.Addr().String()}, 2, "--rate"},
 		{"rate without redis", []string{"--rate", "5/250ms", "--addr", busy.Addr().String()}, 2, "--rate needs --redis"},
 		{"bad rate-by", []string{"--redis", "redis://127.0.0.1:1/0", "--rate", "5/250ms", "--rate-by", "tokens", "--addr", busy.Addr().String()}, 2, "--rate-by \"tokens\": want calls or quantity"},
+		{"hedge ceiling below its floor", []string{"--hedge-floor", "50ms", "--hedge-ceiling", "20ms", "--addr", busy.Addr().String()}, 2, "want 0 < floor ≤ ceiling"},
+		{"budget ratio above 1", []string{"--budget-ratio", "2", "--addr", busy.Addr().String()}, 2, "--budget-ratio 2"},
+		{"budget cap below one token", []string{"compensate", "--once", "--budget-cap", "0.5"}, 2, "--budget-cap 0.5"},
 		{"redis not answering", []string{"compensate", "--once", "--redis", "redis://" + busy.Addr().String() + "/0"}, 1, "cannot reach Redis"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -75,6 +75,34 @@ func Binary(t testing.TB) string {
 	return ""
 }
 
+// Stall makes the server answer nothing for d, as a stalled Redis does
+// (DEBUG SLEEP): commands sent meanwhile wait in its queue and run after.
+// It returns once the stall has begun.
+func (s *Server) Stall(d time.Duration) {
+	s.t.Helper()
+	conn, err := net.DialTimeout("tcp", s.Addr, startWait)
+	if err != nil {
+		s.t.Fatalf("redistest: stall: %v", err)
+	}
+	fmt.Fprintf(conn, "DEBUG SLEEP %.3f\r\n", d.Seconds())
+	go func() { // the reply comes when the stall ends
+		defer conn.Close()
+		conn.SetReadDeadline(time.Now().Add(d + startWait))
+		conn.Read(make([]byte, 64))
+	}()
+	// PING on another connection is not answered before the stall ends: one
+	// that takes a while shows it has begun.
+	for start := time.Now(); time.Since(start) < startWait; {
+		t0 := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		err := ping(ctx, s.Addr)
+		cancel()
+		if err != nil || time.Since(t0) >= 20*time.Millisecond {
+			return
+		}
+	}
+}
+
 // URL is the server's redis:// URL.
 func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
 
@@ -112,7 +140,8 @@ func (s *Server) Restart() {
 func (s *Server) start(port int) error {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	cmd := exec.Command(s.bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir, "--loglevel", "warning")
+		"--save", "", "--appendonly", "no", "--dir", s.dir, "--loglevel", "warning",
+		"--enable-debug-command", "local") // DEBUG SLEEP: a test stalls the server (Stall)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	setGroup(cmd)
