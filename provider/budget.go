@@ -19,8 +19,10 @@ type call struct {
 	w         http.ResponseWriter
 	r         *http.Request
 	arrival   time.Time
-	gone      bool // the client left before the answer was complete (counted once)
-	abandoned bool // planned work was longer than X-Budget-Ms (counted once)
+	gone      bool      // the client left before the answer was complete (counted once)
+	leftAt    time.Time // when it left
+	abandoned bool      // planned work was longer than X-Budget-Ms (counted once)
+	budgetEnd time.Time // abandoned: when the budget runs out
 }
 
 // end says how the call ended, given the status written (0 for none).
@@ -28,7 +30,7 @@ func (c *call) end(status int, cut bool) endKind {
 	switch {
 	case cut:
 		return endReset
-	case c.abandoned:
+	case c.abandoned && !c.leftEarly():
 		return endAbandoned
 	case c.gone || status == 0:
 		return endClientGone
@@ -56,10 +58,19 @@ func (c *call) pause(d time.Duration) bool {
 	return false
 }
 
+// leftEarly reports whether the client of an abandoned call hung up well
+// before the budget it sent ran out (a hedge's loser, cancelled when its
+// sibling answered): its log says client_gone, though the call still
+// counts as abandoned, its planned work being longer than the budget.
+func (c *call) leftEarly() bool {
+	return c.gone && c.leftAt.Before(c.budgetEnd.Add(-5*time.Millisecond))
+}
+
 // leave records that the client went away.
 func (c *call) leave() {
 	if !c.gone {
 		c.gone = true
+		c.leftAt = time.Now()
 		c.st.clientGone.Add(1)
 	}
 }
@@ -105,6 +116,7 @@ func (p *Provider) work(c *supplierCall, planned time.Duration) (status int, ok 
 	if c.hasBudget {
 		if budget := time.Duration(c.budgetMs) * time.Millisecond; planned > budget {
 			c.abandoned = true
+			c.budgetEnd = time.Now().Add(budget)
 			c.st.abandoned.Add(1)
 			if !c.pause(budget) {
 				return 0, false

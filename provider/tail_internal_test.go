@@ -200,3 +200,46 @@ func TestTailIsReproducibleAndKeyedByEachPart(t *testing.T) {
 		}
 	})
 }
+
+// The same pair as a QuoteFlow sends it, each copy with X-Budget-Ms: the
+// straggler's plan overruns its budget (counted abandoned), but its caller
+// hangs up long before the budget runs out, the moment the hedge answers:
+// it ended client_gone, a lost hedge, not work the lab stopped at the budget.
+func TestTailLostHedgeWithABudgetEndsClientGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const seed = 42
+		p := New(Options{LatencyScale: 1, Seed: seed})
+		h := p.Routes()
+		boreal := supplierIndex("boreal")
+		id := tailID(t, seed, boreal, true, false)
+		const path = "/quotes/boreal?sku=KB-001&scenario=tail"
+		getBudget := func(ctx context.Context) int {
+			req := httptest.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:9101"+path, nil)
+			req.RemoteAddr = "127.0.0.1:40000"
+			req.Header.Set("X-Request-ID", id)
+			req.Header.Set("X-Budget-Ms", "700")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			return rec.Code
+		}
+		ctx, hangUp := context.WithCancel(context.Background())
+		firstDone := make(chan int)
+		go func() { firstDone <- getBudget(ctx) }()
+		time.Sleep(100 * time.Millisecond)
+		if code := getBudget(context.Background()); code != 200 {
+			t.Fatalf("the hedge answered %d", code)
+		}
+		hangUp()
+		<-firstDone
+
+		s := p.Snapshot()
+		if s.Hedged != 1 || s.LostCancelled != 1 || s.ClientGone != 1 || s.Abandoned != 1 {
+			t.Errorf("hedged %d, lost_cancelled %d, client_gone %d, abandoned %d; want 1 each", s.Hedged, s.LostCancelled, s.ClientGone, s.Abandoned)
+		}
+		var rl RequestStats
+		json.Unmarshal(get(h, context.Background(), "/stats/requests?id="+id, "").Body.Bytes(), &rl)
+		if b := rl.Log.Boreal; len(b) != 2 || b[0].End != "client_gone" || !b[0].LostCancelled {
+			t.Errorf("boreal log %+v: want the straggler ended client_gone, lost_cancelled", b)
+		}
+	})
+}

@@ -544,8 +544,12 @@ func aKilledConsumerLosesNoJob(url, prefix string) error {
 	case <-time.After(3 * time.Second):
 		return errors.New("consumer c never called boreal for the queued line")
 	}
-	time.Sleep(150 * time.Millisecond) // c's lease is 150 ms old, far from 1 s
-	d.CompensateOnce(ctx)              // an error here (a slow round trip) takes nothing either
+	// d polls twice while c's call runs: its lease is 150 and then 250 ms
+	// old, far from 1 s (an error here, a slow round trip, takes nothing).
+	for range 2 {
+		time.Sleep(100 * time.Millisecond)
+		d.CompensateOnce(ctx)
+	}
 	if err := <-doneC; err != nil {
 		// c could not write its result (a round trip cut on a busy
 		// machine): the job comes back after the visibility timeout, and
