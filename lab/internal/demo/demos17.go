@@ -2,13 +2,17 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"quoteflowlab.dev/provider"
 )
 
 // leasesKey is checkpoint 17's sorted set of leases (quota.DefaultPrefix).
@@ -416,6 +420,120 @@ func redisOutage(ctx context.Context, e *Env, w io.Writer) error {
 	t.Add("Redis down: answered in (s)", fmt.Sprintf("%.3f", downTook.Seconds()))
 	t.Add("Redis down: supplier calls", after.Total-before.Total)
 	t.Add("first complete quote after (s)", orNever(backAfter))
+	t.Print(w)
+	return nil
+}
+
+// costQuote is the part of a quote answer cost-quota reads.
+type costQuote struct {
+	Quotes []struct {
+		Supplier string `json:"supplier"`
+	} `json:"quotes"`
+	Failures []struct {
+		Supplier string `json:"supplier"`
+		Code     string `json:"code"`
+	} `json:"failures"`
+}
+
+// postQuoteQty asks for one quote of KB-001 at scenario, of quantity qty.
+func postQuoteQty(ctx context.Context, qf, scenario string, qty int) (costQuote, int, error) {
+	body, _ := json.Marshal(map[string]any{"sku": "KB-001", "quantity": qty, "scenario": scenario})
+	var q costQuote
+	status, _, err := do(ctx, http.MethodPost, qf+"/api/quotes", body, &q)
+	return q, status, err
+}
+
+func costQuota(ctx context.Context, e *Env, w io.Writer) error {
+	bin, err := e.Build(ctx, 17, "")
+	if err != nil {
+		return err
+	}
+	columns := []string{"quota of calls", "quota of cost"}
+	flags := [][]string{{"--rate", "20/1100ms"}, {"--rate", "100/1100ms", "--rate-by", "quantity"}}
+	rows := map[string][]any{}
+	order := []string{"quotes", "boreal quoted", "failures", "provider statuses", "cost_limited (provider)", "cost_admitted (provider)"}
+	for _, extra := range flags {
+		prov, err := e.Provider()
+		if err != nil {
+			return err
+		}
+		r, err := e.Redis(ctx)
+		if err != nil {
+			return err
+		}
+		ps, err := three(ctx, e, bin, prov.URL, append([]string{"--redis", r.URL()}, extra...)...)
+		if err != nil {
+			return err
+		}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		sizes, failures := map[int]int{}, map[string]int{}
+		quoted := 0
+		n := 0
+		for range 16 { // every 250 ms for 4 s, one quote to each process
+			for _, p := range ps {
+				qty := 2
+				if n%4 == 3 {
+					qty = 40
+				}
+				n++
+				sizes[qty]++
+				wg.Go(func() {
+					q, status, err := postQuoteQty(ctx, p.URL, "costlimited", qty)
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						failures["error"]++
+						return
+					}
+					if status != http.StatusOK {
+						failures[fmt.Sprint("http ", status)]++
+					}
+					for _, x := range q.Quotes {
+						if x.Supplier == "boreal" {
+							quoted++
+						}
+					}
+					for _, f := range q.Failures {
+						failures[f.Supplier+" "+f.Code]++
+					}
+				})
+			}
+			if err := pause(ctx, 250*time.Millisecond); err != nil {
+				return err
+			}
+		}
+		wg.Wait()
+		var st provider.Stats
+		if _, _, err := do(ctx, http.MethodGet, prov.URL+"/stats", nil, &st); err != nil {
+			return err
+		}
+		ps64 := map[string]int{}
+		for k, v := range st.PerStatus {
+			ps64[k] = int(v)
+		}
+		for k, v := range map[string]any{
+			"quotes":                   fmt.Sprintf("%d (%d of 40)", n, sizes[40]),
+			"boreal quoted":            quoted,
+			"failures":                 counts(failures),
+			"provider statuses":        counts(ps64),
+			"cost_limited (provider)":  st.CostLimited,
+			"cost_admitted (provider)": st.CostAdmitted,
+		} {
+			rows[k] = append(rows[k], v)
+		}
+		for _, p := range ps {
+			p.Kill()
+		}
+		r.Stop()
+	}
+	fmt.Fprintln(w, "three checkpoint 17 processes on one Redis, at costlimited (boreal admits 100 units of quantity in")
+	fmt.Fprintln(w, "any 1000 ms); every 250 ms for 4 s one quote to each process, of quantity 2, 2, 2, then 40 in turn.")
+	fmt.Fprintln(w, "First a quota of calls (--rate 20/1100ms), then a quota of cost (--rate 100/1100ms --rate-by quantity)")
+	t := Table{Columns: columns}
+	for _, k := range order {
+		t.Add(k, rows[k]...)
+	}
 	t.Print(w)
 	return nil
 }
