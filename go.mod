@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/chromedp/chromedp v0.23.0
+	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/gorilla/mux v1.8.1
 	github.com/redis/go-redis/v9 v9.23.0
@@ -18,6 +19,8 @@ require (
 )
 
 require (
+	github.com/DataDog/sketches-go v1.4.8 // indirect
+	github.com/bits-and-blooms/bitset v1.24.4 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/chromedp/cdproto v0.159.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
@@ -29,6 +32,7 @@ require (
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/net v0.30.0 // indirect
 	golang.org/x/text v0.19.0 // indirect
+	google.golang.org/protobuf v1.36.11 // indirect
 )
 
 require (
@@ -37,6 +41,7 @@ require (
 	golang.org/x/tools v0.26.0 // indirect
 	quoteflowlab.dev/checkpoints/16 v0.0.0
 	quoteflowlab.dev/checkpoints/17 v0.0.0
+	quoteflowlab.dev/checkpoints/18 v0.0.0
 )
 
 replace quoteflowlab.dev/checkpoints/12 => ./checkpoints/12
@@ -50,3 +55,5 @@ replace quoteflowlab.dev/checkpoints/15 => ./checkpoints/15
 replace quoteflowlab.dev/checkpoints/16 => ./checkpoints/16
 
 replace quoteflowlab.dev/checkpoints/17 => ./checkpoints/17
+
+replace quoteflowlab.dev/checkpoints/18 => ./checkpoints/18

@@ -99,6 +99,9 @@ var Lessons = []Lesson{
 	{Number: 17, Title: "Many processes, one quota",
 		Task:   "three processes share one limit; a killed process's slots come back; Redis gone fails closed",
 		Method: report.Mutants, Redis: true},
+	{Number: 18, Title: "The slowest of three: hedge the tail, pay from a budget",
+		Task:   "a straggler hedged and its loser cancelled; extra calls within one budget; hedges inside the limit, at the p95",
+		Method: report.Mutants},
 }
 
 // Exercise is the exercise's name, "E14".

@@ -3,6 +3,7 @@ package course_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -136,8 +137,14 @@ func parseProperties(text string) ([]property, error) {
 // commentText is the text of the starter's // comments (its statement).
 func commentText(t *testing.T, root, dir string) string {
 	t.Helper()
+	// The starter as committed: the folder may hold a student's answer (CI
+	// runs the suite with every exercise written).
+	text, err := exec.Command("git", "-C", root, "show", "HEAD:"+dir+"/main.go").Output()
+	if err != nil {
+		text = []byte(read(t, root, dir+"/main.go"))
+	}
 	var b strings.Builder
-	for _, line := range strings.Split(read(t, root, dir+"/main.go"), "\n") {
+	for _, line := range strings.Split(string(text), "\n") {
 		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "//"); ok {
 			b.WriteString(rest + "\n")
 		}

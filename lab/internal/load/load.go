@@ -156,14 +156,16 @@ func ReadStats(ctx context.Context, base string) (Stats, error) {
 	return s, json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&s)
 }
 
-// ResetStats posts base/reset.
+// ResetStats posts base/reset, as JSON: the provider refuses a reset a web
+// page could send without a preflight.
 func ResetStats(ctx context.Context, base string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+"/reset", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+"/reset", strings.NewReader("{}"))
 	if err != nil {
 		return err
 	}
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
