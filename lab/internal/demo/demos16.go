@@ -31,6 +31,8 @@ var All = []Demo{
 	{17, "three-processes", "36 slow quotes over three processes: local limits vs one Redis quota (max_active)", threeProcesses},
 	{17, "kill-9", "three processes on one Redis quota, one killed with kill -9: its leases come back", kill9},
 	{17, "ratelimited", "bursts of 12 quotes at ratelimited over three processes: local vs --rate 5/250ms", rateLimited17},
+	{17, "cost-quota", "quotes of quantity 2 and 40 at costlimited over three processes: a quota of calls vs of cost", costQuota},
+	{17, "streams-claim", "a process killed holding queued jobs; another claims them after the visibility timeout", streamsClaim},
 	{17, "redis-outage", "one process on Redis, Redis killed and started again empty: fail closed, then recover", redisOutage},
 }
 

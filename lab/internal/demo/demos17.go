@@ -2,13 +2,17 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"quoteflowlab.dev/provider"
 )
 
 // leasesKey is checkpoint 17's sorted set of leases (quota.DefaultPrefix).
@@ -416,6 +420,307 @@ func redisOutage(ctx context.Context, e *Env, w io.Writer) error {
 	t.Add("Redis down: answered in (s)", fmt.Sprintf("%.3f", downTook.Seconds()))
 	t.Add("Redis down: supplier calls", after.Total-before.Total)
 	t.Add("first complete quote after (s)", orNever(backAfter))
+	t.Print(w)
+	return nil
+}
+
+// costQuote is the part of a quote answer cost-quota reads.
+type costQuote struct {
+	Quotes []struct {
+		Supplier string `json:"supplier"`
+	} `json:"quotes"`
+	Failures []struct {
+		Supplier string `json:"supplier"`
+		Code     string `json:"code"`
+	} `json:"failures"`
+}
+
+// postQuoteQty asks for one quote of KB-001 at scenario, of quantity qty.
+func postQuoteQty(ctx context.Context, qf, scenario string, qty int) (costQuote, int, error) {
+	body, _ := json.Marshal(map[string]any{"sku": "KB-001", "quantity": qty, "scenario": scenario})
+	var q costQuote
+	status, _, err := do(ctx, http.MethodPost, qf+"/api/quotes", body, &q)
+	return q, status, err
+}
+
+func costQuota(ctx context.Context, e *Env, w io.Writer) error {
+	bin, err := e.Build(ctx, 17, "")
+	if err != nil {
+		return err
+	}
+	columns := []string{"quota of calls", "quota of cost"}
+	flags := [][]string{{"--rate", "20/1100ms"}, {"--rate", "100/1100ms", "--rate-by", "quantity"}}
+	rows := map[string][]any{}
+	order := []string{"quotes", "boreal quoted", "failures", "provider statuses", "cost_limited (provider)", "cost_admitted (provider)"}
+	for _, extra := range flags {
+		prov, err := e.Provider()
+		if err != nil {
+			return err
+		}
+		r, err := e.Redis(ctx)
+		if err != nil {
+			return err
+		}
+		ps, err := three(ctx, e, bin, prov.URL, append([]string{"--redis", r.URL()}, extra...)...)
+		if err != nil {
+			return err
+		}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		sizes, failures := map[int]int{}, map[string]int{}
+		quoted := 0
+		n := 0
+		for range 16 { // every 250 ms for 4 s, one quote to each process
+			for _, p := range ps {
+				qty := 2
+				if n%4 == 3 {
+					qty = 40
+				}
+				n++
+				sizes[qty]++
+				wg.Go(func() {
+					q, status, err := postQuoteQty(ctx, p.URL, "costlimited", qty)
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						failures["error"]++
+						return
+					}
+					if status != http.StatusOK {
+						failures[fmt.Sprint("http ", status)]++
+					}
+					for _, x := range q.Quotes {
+						if x.Supplier == "boreal" {
+							quoted++
+						}
+					}
+					for _, f := range q.Failures {
+						failures[f.Supplier+" "+f.Code]++
+					}
+				})
+			}
+			if err := pause(ctx, 250*time.Millisecond); err != nil {
+				return err
+			}
+		}
+		wg.Wait()
+		var st provider.Stats
+		if _, _, err := do(ctx, http.MethodGet, prov.URL+"/stats", nil, &st); err != nil {
+			return err
+		}
+		ps64 := map[string]int{}
+		for k, v := range st.PerStatus {
+			ps64[k] = int(v)
+		}
+		for k, v := range map[string]any{
+			"quotes":                   fmt.Sprintf("%d (%d of 40)", n, sizes[40]),
+			"boreal quoted":            quoted,
+			"failures":                 counts(failures),
+			"provider statuses":        counts(ps64),
+			"cost_limited (provider)":  st.CostLimited,
+			"cost_admitted (provider)": st.CostAdmitted,
+		} {
+			rows[k] = append(rows[k], v)
+		}
+		for _, p := range ps {
+			p.Kill()
+		}
+		r.Stop()
+	}
+	fmt.Fprintln(w, "three checkpoint 17 processes on one Redis, at costlimited (boreal admits 100 units of quantity in")
+	fmt.Fprintln(w, "any 1000 ms); every 250 ms for 4 s one quote to each process, of quantity 2, 2, 2, then 40 in turn.")
+	fmt.Fprintln(w, "First a quota of calls (--rate 20/1100ms), then a quota of cost (--rate 100/1100ms --rate-by quantity)")
+	t := Table{Columns: columns}
+	for _, k := range order {
+		t.Add(k, rows[k]...)
+	}
+	t.Print(w)
+	return nil
+}
+
+// streamKey and streamGroup are checkpoint 17's compensation stream and
+// its consumer group (queue.StreamConfig's defaults).
+const (
+	streamKey   = "{quoteflow}:jobs:stream"
+	streamGroup = "compensation"
+)
+
+// queueCounts is the body of checkpoint 17's GET /api/compensation.
+type queueCounts struct {
+	Pending int `json:"pending"`
+	Leased  int `json:"leased"`
+	Done    int `json:"done"`
+	Dead    int `json:"dead"`
+}
+
+// queuedJob is one supplier call of a basket line that the answer queued.
+type queuedJob struct{ requestID, supplier string }
+
+func streamsClaim(ctx context.Context, e *Env, w io.Writer) error {
+	bin, err := e.Build(ctx, 17, "")
+	if err != nil {
+		return err
+	}
+	prov, err := e.ProviderScaled(0.6)
+	if err != nil {
+		return err
+	}
+	r, err := e.Redis(ctx)
+	if err != nil {
+		return err
+	}
+	flags := []string{"--redis", r.URL(), "--queue-visibility", "2s"}
+	a, err := e.Quoteflow(ctx, bin, prov.URL, flags...)
+	if err != nil {
+		return err
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+
+	// A first basket at normal loads the scripts into the fresh Redis: on a
+	// busy machine the very first write can take longer than the 250 ms a
+	// basket's store write has, and is answered store_unavailable.
+	for try := 1; ; try++ {
+		_, status, _, err := postBasket(ctx, a.URL, 1, "")
+		if err == nil && status == http.StatusOK {
+			break
+		}
+		if try == 3 {
+			return fmt.Errorf("a 1-line basket at normal: status %d, %v", status, err)
+		}
+	}
+	b, status, _, err := postBasket(ctx, a.URL, 20, "slow")
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK && status != http.StatusAccepted {
+		return fmt.Errorf("the basket answered %d: %s", status, b.Detail)
+	}
+	var jobs []queuedJob
+	var full struct {
+		Items []struct {
+			RequestID string `json:"request_id"`
+			Failures  []struct {
+				Supplier string `json:"supplier"`
+				Queued   bool   `json:"queued"`
+			} `json:"failures"`
+		} `json:"items"`
+	}
+	if _, _, err := do(ctx, http.MethodGet, a.URL+"/api/baskets/"+b.ID, nil, &full); err != nil {
+		return err
+	}
+	for _, it := range full.Items {
+		for _, f := range it.Failures {
+			if f.Queued {
+				jobs = append(jobs, queuedJob{it.RequestID, f.Supplier})
+			}
+		}
+	}
+	if len(jobs) == 0 {
+		return fmt.Errorf("the basket queued nothing (statuses %s)", b.Statuses())
+	}
+
+	// Kill A as soon as its consumer holds jobs it has not finished.
+	var held int64
+	var owner string
+	for start := time.Now(); ; {
+		x, err := rdb.XPending(ctx, streamKey, streamGroup).Result()
+		if err != nil {
+			return err
+		}
+		if x.Count > 0 {
+			held = x.Count
+			for c := range x.Consumers {
+				owner = c
+			}
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			return fmt.Errorf("A's worker took no job within 10 s")
+		}
+		if err := pause(ctx, 5*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	a.Kill()
+	killed := time.Now()
+
+	bp, err := e.Quoteflow(ctx, bin, prov.URL, flags...)
+	if err != nil {
+		return err
+	}
+	var claimed, finished time.Duration
+	var qc queueCounts
+	for time.Since(killed) < 30*time.Second {
+		x, err := rdb.XPending(ctx, streamKey, streamGroup).Result()
+		if err != nil {
+			return err
+		}
+		if claimed == 0 && x.Consumers[owner] == 0 {
+			claimed = time.Since(killed)
+		}
+		if _, _, err := do(ctx, http.MethodGet, bp.URL+"/api/compensation", nil, &qc); err != nil {
+			return err
+		}
+		if qc.Pending == 0 && qc.Leased == 0 {
+			finished = time.Since(killed)
+			break
+		}
+		if err := pause(ctx, 20*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	after, err := getBasket(ctx, bp.URL, b.ID)
+	if err != nil {
+		return err
+	}
+	// The provider's own log: how many 200s each queued call got.
+	oks := map[int]int{}
+	for _, j := range jobs {
+		rs, err := requestLog(ctx, prov.URL, j.requestID)
+		if err != nil {
+			return err
+		}
+		var log []provider.Attempt
+		switch j.supplier {
+		case "atlas":
+			log = rs.Log.Atlas
+		case "boreal":
+			log = rs.Log.Boreal
+		case "cedar":
+			log = rs.Log.Cedar
+		}
+		n := 0
+		for _, at := range log {
+			if at.Status == http.StatusOK {
+				n++
+			}
+		}
+		oks[n]++
+	}
+	bp.Kill()
+
+	fmt.Fprintln(w, "process A (checkpoint 17, --redis, --queue-visibility 2s) answers a 20-line basket at slow (provider")
+	fmt.Fprintln(w, "--latency-scale 0.6) and is killed with kill -9 once its worker holds queued jobs; process B, started")
+	fmt.Fprintln(w, "then on the same Redis, claims them. Witness: the stream's pending list, and the provider's log per call")
+	t := Table{Columns: []string{"checkpoint 17"}}
+	t.Add("basket answered", b.Statuses())
+	t.Add("calls queued", len(jobs))
+	t.Add("held by A when killed", held)
+	t.Add("none held by A after (s)", orNever(claimed))
+	t.Add("queue empty after (s)", orNever(finished))
+	t.Add("jobs done", qc.Done)
+	t.Add("jobs dead", qc.Dead)
+	t.Add("basket at the end", after.Statuses())
+	t.Add("queued calls with one 200", oks[1])
+	t.Add("queued calls with no 200", oks[0])
+	more := 0
+	for n, c := range oks {
+		if n > 1 {
+			more += c
+		}
+	}
+	t.Add("queued calls with two or more", more)
 	t.Print(w)
 	return nil
 }
