@@ -95,7 +95,8 @@ func checkOptions(args []string, stderr io.Writer) (c checkRequest, code int, ok
 	fs.BoolVar(&c.timings, "timings", false, "after the report, say where the time went: each build, each run of the answer, each wait for a turn\n"+
 		"(--json always has them, in \"timings\")")
 	only := fs.String("only", "", "run the answer on the checkpoint and on the one mutant or wheat `NAME` only (exercises checked with\n"+
-		"mutants; `lab show ENN NAME` shows its edit). The verdict is not the exercise's and is not recorded")
+		"mutants; `lab show ENN NAME` shows its edit); E15: grade the one property NAME only (its tool's\n"+
+		"scenarios, a few seconds). The verdict is not the exercise's and is not recorded")
 	separate := fs.Bool("separate", false, "instructors: build each mutant and wheat on its own instead of in one mutant schema (slower)")
 	variant := fs.String("variant", "", "instructors, measured exercises (E15): grade the answer with the broken variant `NAME`\n"+
 		"(lessons/15/mutants/NAME.txtar, kind variant) swapped in through an overlay, to see the\n"+

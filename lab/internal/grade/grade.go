@@ -44,7 +44,9 @@ type Request struct {
 	// Variant is a broken variant of the reference to grade (measured;
 	// instructors), by name.
 	Variant string
-	// Only runs the reference and this one mutant or wheat (mutants).
+	// Only narrows a check to one thing: the checkpoint and this one
+	// mutant or wheat (mutants), or this one property and its tool's
+	// build (measured). Its verdict is not the exercise's.
 	Only     string
 	CacheDir string // binaries and generated files; default <state dir>/cache
 	// Monitor watches how busy the machine is; default one the grader

@@ -633,7 +633,10 @@ func longCallsKeepTheirSlots(url, prefix string) error {
 		return err
 	}
 	defer closeAll()
-	return noneAdmittedWhileHeld(qs, 2*ttl)
+	// 3×TTL after the last slot was taken: a lease that is never renewed
+	// has expired for at least a whole TTL of it, time enough on a busy
+	// machine for the other process's polls to find the slot.
+	return noneAdmittedWhileHeld(qs, 3*ttl)
 }
 
 // 7. The same on a stand-in whose clock is an hour ahead of ours.
@@ -667,7 +670,9 @@ func noneAdmittedWhileHeld(qs []*quota.Redis, d time.Duration) error {
 	}()
 	until := time.Now().Add(d)
 	for time.Now().Before(until) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+		// Long enough for a round trip on a busy machine: a short one ends
+		// every try before Redis answers, and an expired lease goes unseen.
+		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 		err := qs[1].Acquire(ctx)
 		cancel()
 		if err == nil {

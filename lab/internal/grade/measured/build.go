@@ -65,6 +65,9 @@ func (g *grader) build(ctx context.Context) error {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, tool := range Tools {
+		if g.opts.Only != "" && tool != toolOf(g.opts.Only) {
+			continue // --only: no other tool runs
+		}
 		wg.Go(func() {
 			bin, err := g.buildOne(ctx, tool)
 			mu.Lock()

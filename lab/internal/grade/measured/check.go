@@ -34,8 +34,8 @@ func (g *Grader) Accept(req grade.Request) error {
 	if req.Repeat > 1 || req.Separate {
 		return fmt.Errorf("--repeat and --separate are for exercises checked with mutants; %s's grader re-runs a timed property itself", l.Exercise())
 	}
-	if req.Only != "" {
-		return fmt.Errorf("--only runs one mutant or wheat of an exercise checked with mutants; %s's grader measures every property of the tools at once", l.Exercise())
+	if req.Only != "" && !IsProperty(req.Only) {
+		return fmt.Errorf("--only %s: %s has no property of that name (its properties: %s)", req.Only, l.Exercise(), strings.Join(PropertyNames(), ", "))
 	}
 	if req.Variant != "" {
 		v, err := Variant(req.Root, l, req.Variant)
@@ -93,7 +93,7 @@ func check(ctx context.Context, o grade.Request, v variant.Variant) report.Repor
 		Variant:       v.Name,
 		Properties:    []report.Prop{},
 	}
-	opts := Options{Root: o.Root, Dir: filepath.FromSlash(o.Answer)}
+	opts := Options{Root: o.Root, Dir: filepath.FromSlash(o.Answer), Only: o.Only}
 	cacheName := strings.NewReplacer("/", "_", ".", "_").Replace(o.Answer)
 	if v.Name != "" {
 		cacheName += "@" + v.Name // a variant's binaries never overwrite the answer's own
@@ -133,6 +133,9 @@ func check(ctx context.Context, o grade.Request, v variant.Variant) report.Repor
 	r.Timings = &report.Timings{}
 	r.Timings.Add("run", "build the five tools and run every scenario at once, then re-run what missed a timing bound (the grader's steps overlap)", res.Elapsed.Milliseconds())
 	decide(&r, res, o, v)
+	if o.Only != "" {
+		r.Notes = append(r.Notes, "only "+o.Only+" was graded (--only): this verdict is not the exercise's; run without --only for that (it is not recorded for `lab list` either).")
+	}
 	if changed := guard.Restore(); len(changed) > 0 {
 		r.Verdict, r.OK = report.Failed, false
 		r.Summary = "the tools changed files the grading depends on while they ran: " + strings.Join(changed, ", ") + " (lab put them back)."

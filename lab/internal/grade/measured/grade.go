@@ -61,6 +61,11 @@ type Options struct {
 	Progress io.Writer
 	// Machine watches how busy the machine is; nil: a monitor of Grade's own.
 	Machine grade.Monitor
+	// Only, when set, names one property: only the scenarios of its tool
+	// run (none for a property of the plan or the report, which are read,
+	// not run), and the Result lists that tool's build and the property
+	// alone. A quick look at one property, never the exercise's verdict.
+	Only string
 }
 
 // A toolCheck runs one tool's scenarios and sets its properties.
@@ -131,8 +136,12 @@ func Grade(ctx context.Context, opts Options) Result {
 	g.progress("provider lab on %s, blackhole %s", lab.base, lab.blackhole)
 
 	mark := mon.Mark()
-	forks := make([]*grader, len(toolChecks))
-	for i, c := range toolChecks {
+	checks := toolChecks
+	if opts.Only != "" {
+		checks = slices.DeleteFunc(slices.Clone(toolChecks), func(c toolCheck) bool { return c.tool != toolOf(opts.Only) })
+	}
+	forks := make([]*grader, len(checks))
+	for i, c := range checks {
 		forks[i] = g.fork()
 		wg.Go(func() { c.run(forks[i], ctx) })
 	}
@@ -141,7 +150,7 @@ func Grade(ctx context.Context, opts Options) Result {
 	for _, f := range forks {
 		g.merge(f, nil)
 	}
-	for i, c := range toolChecks {
+	for i, c := range checks {
 		if ctx.Err() != nil {
 			break
 		}
@@ -332,6 +341,9 @@ func (g *grader) result(start time.Time) Result {
 	busy := false
 	folded := map[string]bool{} // tools that still print their TODO, shown as one line
 	for _, s := range specs {
+		if g.opts.Only != "" && s.name != g.opts.Only && s.name != "build_"+toolOf(g.opts.Only) {
+			continue // not looked at (--only)
+		}
 		if tool := toolOf(s.name); tool != "" && g.todo[tool] {
 			if !folded[tool] {
 				folded[tool] = true
@@ -384,6 +396,21 @@ func (g *grader) result(start time.Time) Result {
 	}
 	r.Elapsed = time.Since(start)
 	return r
+}
+
+// IsProperty reports whether name is a property of the grader (what
+// --only may name).
+func IsProperty(name string) bool {
+	return slices.ContainsFunc(specs, func(s spec) bool { return s.name == name })
+}
+
+// PropertyNames lists every property, in report order.
+func PropertyNames() []string {
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.name
+	}
+	return names
 }
 
 // toolOf returns the tool a property belongs to ("" for the plan and the
