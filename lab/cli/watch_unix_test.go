@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -358,48 +357,32 @@ func TestWatchWeakThenGood(t *testing.T) {
 			p.quiet(runHeader, 1500*time.Millisecond) // nothing changed: no run
 
 			// The time from a save to the first line of the report, against
-			// lab check itself on the same answer; every sample is content
-			// neither has built yet. Medians of three: the machine is shared.
-			var watchTook, checkTook []time.Duration
-			for i := range 3 {
-				saved := write(t, main, good, fmt.Sprintf("sample %d %d", i, time.Now().UnixNano()))
-				p.waitLine(regexp.MustCompile(fmt.Sprintf(`^── E12 · run %d · .* · last run: PASSED in `, 4+i)), 10*time.Second)
-				first := p.waitLine(regexp.MustCompile(`^E12 · `), 2*time.Minute)
-				p.waitLine(regexp.MustCompile(`^verdict: PASSED: `), 10*time.Second)
-				watchTook = append(watchTook, first.at.Sub(saved))
-			}
+			// lab check itself on the same answer, each on content neither
+			// has built yet: logged, not asserted (a figure, not a bound).
+			saved := write(t, main, good, fmt.Sprintf("sample %d", time.Now().UnixNano()))
+			p.waitLine(regexp.MustCompile(`^── E12 · run 4 · .* · last run: PASSED in `), 10*time.Second)
+			firstLine := p.waitLine(regexp.MustCompile(`^E12 · `), 2*time.Minute)
+			p.waitLine(regexp.MustCompile(`^verdict: PASSED: `), 10*time.Second)
+			w := firstLine.at.Sub(saved).Round(time.Millisecond)
 			p.quiet(runHeader, 1500*time.Millisecond)
 			if code := p.interrupt(); code != 0 {
 				t.Fatalf("Ctrl-C: exit %d, want 0", code)
 			}
-			if n := p.runs(); n != 6 {
-				t.Fatalf("%d runs for the first run and five changes, want 6", n)
+			if n := p.runs(); n != 4 {
+				t.Fatalf("%d runs for the first run and three changes, want 4", n)
 			}
 			other := t.TempDir()
-			for i := range 3 {
-				write(t, filepath.Join(other, "main.go"), good, fmt.Sprintf("check %d %d", i, time.Now().UnixNano()))
-				chk := exec.Command(bin, "check", "E12", "--answer", other)
-				chk.Dir, chk.Env = root, append(os.Environ(), "LAB_STATE_DIR="+state)
-				start := time.Now()
-				if out, err := chk.CombinedOutput(); err != nil {
-					t.Fatalf("lab check: %v\n%s", err, out)
-				}
-				checkTook = append(checkTook, time.Since(start))
+			write(t, filepath.Join(other, "main.go"), good, fmt.Sprintf("check %d", time.Now().UnixNano()))
+			chk := exec.Command(bin, "check", "E12", "--answer", other)
+			chk.Dir, chk.Env = root, append(os.Environ(), "LAB_STATE_DIR="+state)
+			start := time.Now()
+			if out, err := chk.CombinedOutput(); err != nil {
+				t.Fatalf("lab check: %v\n%s", err, out)
 			}
-			w, c := median(watchTook), median(checkTook)
-			t.Logf("%s: save → first line of the verdict %v (median of %v); lab check on the same answer %v (median of %v); difference %+v",
-				mode, w, watchTook, c, checkTook, (w - c).Round(time.Millisecond))
+			c := time.Since(start).Round(time.Millisecond)
+			t.Logf("%s: save → first line of the verdict %v; lab check on the same answer %v; difference %+v", mode, w, c, w-c)
 		})
 	}
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	for i := range ds {
-		ds[i] = ds[i].Round(time.Millisecond)
-	}
-	return s[len(s)/2].Round(time.Millisecond)
 }
 
 // A burst of 20 writes within 100 ms is one run, after the burst (a second,
