@@ -13,9 +13,11 @@ type BudgetConfig struct {
 	// Cap is the most tokens the bucket holds, and what it starts with
 	// (default 10): in an outage at most Cap extra calls go out at once.
 	Cap float64
-	// MinPerSecond is the least rate at which tokens come back even with no
-	// first calls at all (default 0.1 per second), so a quiet service may
-	// still retry now and then.
+	// MinPerSecond is the least rate at which tokens come back (default 0.1
+	// per second), so a quiet service may still retry now and then. It is a
+	// floor, not an addition: a second in which first calls paid in at
+	// least this much gets nothing from it, so a busy service's extra calls
+	// stay at Ratio of its first calls.
 	MinPerSecond float64
 }
 
@@ -41,7 +43,8 @@ type Budget struct {
 
 	mu     sync.Mutex
 	tokens float64
-	last   time.Time // when tokens was last brought up to date for MinPerSecond
+	since  time.Time // start of the stretch MinPerSecond is judged over
+	earned float64   // tokens first calls paid in since then
 	first  int64     // first calls seen
 	spent  int64     // extra calls paid for
 	denied int64     // extra calls refused for want of a token
@@ -58,14 +61,22 @@ func NewBudget(cfg BudgetConfig) *Budget {
 	if cfg.MinPerSecond <= 0 {
 		cfg.MinPerSecond = DefaultMinPerSecond
 	}
-	return &Budget{cfg: cfg, tokens: cfg.Cap, last: time.Now()}
+	return &Budget{cfg: cfg, tokens: cfg.Cap, since: time.Now()}
 }
 
-// refill adds what MinPerSecond gave since the last look; b.mu is held.
+// refill settles the minimum rate once at least a second has passed since
+// the last settling: what first calls paid in over that stretch falls
+// short of MinPerSecond by, it adds. b.mu is held.
 func (b *Budget) refill() {
 	now := time.Now()
-	b.tokens = min(b.cfg.Cap, b.tokens+now.Sub(b.last).Seconds()*b.cfg.MinPerSecond)
-	b.last = now
+	dt := now.Sub(b.since).Seconds()
+	if dt < 1 {
+		return
+	}
+	if owed := dt*b.cfg.MinPerSecond - b.earned; owed > 0 {
+		b.tokens = min(b.cfg.Cap, b.tokens+owed)
+	}
+	b.since, b.earned = now, 0
 }
 
 // First records a first call: Ratio more tokens, up to Cap.
@@ -74,6 +85,7 @@ func (b *Budget) First() {
 	defer b.mu.Unlock()
 	b.refill()
 	b.first++
+	b.earned += b.cfg.Ratio
 	b.tokens = min(b.cfg.Cap, b.tokens+b.cfg.Ratio)
 }
 

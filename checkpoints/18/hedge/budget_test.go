@@ -65,3 +65,24 @@ func TestTheBudgetRefillsAtItsMinimumRateAndStopsAtTheCap(t *testing.T) {
 		}
 	})
 }
+
+// The minimum rate is a floor: while first calls pay in more than it, it
+// adds nothing, so a busy service's extra calls stay at Ratio of its first
+// calls however long it runs (an addition would give 0.1 more a second).
+func TestTheMinimumRateAddsNothingWhileFirstCallsPayMore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := hedge.NewBudget(hedge.BudgetConfig{Ratio: 0.1, Cap: 1, MinPerSecond: 0.1})
+		b.TrySpend() // empty
+		spent := 0
+		for range 40 { // 20 s of a first call every 500 ms: 0.2 token a second
+			time.Sleep(500 * time.Millisecond)
+			b.First()
+			if b.TrySpend() {
+				spent++
+			}
+		}
+		if spent != 4 {
+			t.Errorf("40 first calls over 20 s paid for %d extra calls, want 4 (10 %%): the minimum rate of 0.1/s must not add to the 0.2/s the first calls paid", spent)
+		}
+	})
+}

@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
+
+	"quoteflowlab.dev/lab/internal/course"
 )
 
 // A Guard keeps what grading depends on as it was before any answer ran:
@@ -15,10 +18,16 @@ import (
 // go.mod and go.sum. An answer runs as the student, so it can write there;
 // Restore finds what it changed, puts the files back, and says which. The
 // course is about 300 files and 2 MB, held in memory.
+//
+// Lab cannot tell an answer's write from a person's (an edit saved in an
+// editor, a git pull while a check runs), so nothing it finds is thrown
+// away: each changed or new file is first copied, as found, into
+// <state dir>/changed/<time>/ (KeptIn says where).
 type Guard struct {
 	root  string
 	mu    sync.Mutex
 	files map[string]guarded // slash path from root → what it held
+	kept  string             // where the changed versions were copied, once any was
 }
 
 type guarded struct {
@@ -117,6 +126,9 @@ func (g *Guard) Restore() []string {
 			continue
 		}
 		changed = append(changed, rel)
+		if ok {
+			g.keep(rel, is)
+		}
 		path := filepath.Join(g.root, filepath.FromSlash(rel))
 		if !was.mode.IsRegular() {
 			continue // not ours to recreate; named all the same
@@ -127,12 +139,50 @@ func (g *Guard) Restore() []string {
 			changed[len(changed)-1] += " (could not be restored: " + err.Error() + ")"
 		}
 	}
-	for rel := range now {
+	for rel, is := range now {
 		if _, ok := g.files[rel]; !ok {
 			changed = append(changed, rel)
+			g.keep(rel, is)
 			os.Remove(filepath.Join(g.root, filepath.FromSlash(rel)))
 		}
 	}
 	slices.Sort(changed)
 	return changed
+}
+
+// keep copies a changed file, as found, under the state dir before it is
+// put back; g.mu is held.
+func (g *Guard) keep(rel string, is guarded) {
+	if !is.mode.IsRegular() {
+		return
+	}
+	if g.kept == "" {
+		g.kept = filepath.Join(course.StateDir(g.root), "changed", time.Now().Format("20060102-150405.000"))
+	}
+	path := filepath.Join(g.kept, filepath.FromSlash(rel))
+	if os.MkdirAll(filepath.Dir(path), 0o755) == nil {
+		_ = os.WriteFile(path, is.data, 0o644)
+	}
+}
+
+// KeptIn is the folder the changed files were copied to, as found, before
+// Restore put the originals back; "" when nothing changed.
+func (g *Guard) KeptIn() string {
+	if g == nil {
+		return ""
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.kept
+}
+
+// Tampered is the sentence a report gives when files changed while the
+// answer ran: which, that they were put back, and where the changed
+// versions are.
+func (g *Guard) Tampered(who string, changed []string) string {
+	s := who + " changed files the grading depends on while it ran: " + strings.Join(changed, ", ") + " (lab put them back"
+	if dir := g.KeptIn(); dir != "" {
+		s += "; the versions it found are kept in " + dir + ", in case the change was yours"
+	}
+	return s + ")."
 }

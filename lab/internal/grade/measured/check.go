@@ -138,7 +138,7 @@ func check(ctx context.Context, o grade.Request, v variant.Variant) report.Repor
 	}
 	if changed := guard.Restore(); len(changed) > 0 {
 		r.Verdict, r.OK = report.Failed, false
-		r.Summary = "the tools changed files the grading depends on while they ran: " + strings.Join(changed, ", ") + " (lab put them back)."
+		r.Summary = guard.Tampered("a tool", changed)
 		r.Next = "a tool reads the course, never writes into it, then run `" + o.Again() + "` again"
 	}
 	return r

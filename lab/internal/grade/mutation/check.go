@@ -718,7 +718,7 @@ func (c *checker) decide() {
 	switch {
 	case len(c.tampered) > 0:
 		r.Verdict = report.Failed
-		r.Summary = "the answer changed files the grading depends on while it ran: " + strings.Join(c.tampered, ", ") + " (lab put them back)."
+		r.Summary = c.guard.Tampered("the answer", c.tampered)
 		r.Next = "an answer reads the course, never writes into it: write only in a temporary folder of your own (os.MkdirTemp), then run `" + again + "` again"
 	case ref.Status == report.BuildFailed:
 		r.Verdict, r.Summary = report.Failed, "the answer does not compile."
