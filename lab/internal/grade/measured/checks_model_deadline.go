@@ -278,8 +278,16 @@ func modelDeadline(m *model, c deadlineCase, urls []string, o deadlineOut, r run
 	m.need("total_ms", o.TotalMS <= wall+rounding, "is %.1f, more than the %.0f ms the process lived", o.TotalMS, wall)
 	m.need("total_ms", o.TotalMS >= sum-rounding, "is %.1f, less than the calls' %.1f ms together", o.TotalMS, sum)
 	if len(log) > 0 {
+		// The partner stamps an arrival when its handler runs, in the lab's
+		// own process: on a busy machine a stamp can come a little after
+		// the bytes did, even after the tool gave up on that call. A short
+		// miss is a timing miss (run again); a long one is a made-up total.
 		span := log[len(log)-1].at - log[0].at
-		m.need("total_ms", o.TotalMS >= span-rounding, "is %.1f, less than the %.0f ms between the first and the last call the partner received", o.TotalMS, span)
+		if miss := span - o.TotalMS; miss > rounding && miss <= stampLate+max(r.starvedMS, 0) {
+			m.slow("total_ms", "is %.1f, less than the %.0f ms between the first and the last call the partner received", o.TotalMS, span)
+		} else {
+			m.need("total_ms", o.TotalMS >= span-rounding, "is %.1f, less than the %.0f ms between the first and the last call the partner received", o.TotalMS, span)
+		}
 	}
 	m.within("total_ms", o.TotalMS, budget+slack, "is %.1f for a %.0f ms budget", o.TotalMS, budget)
 	_ = made
