@@ -17,7 +17,7 @@ type DelayConfig struct {
 	// as time moves on, so the delay follows the supplier.
 	Window     time.Duration
 	Slices     int
-	MinSamples int // fewer latencies than this in the window: the delay is Ceiling (default 20)
+	MinSamples int // fewer latencies than this in the window: the delay is Ceiling (default 10)
 }
 
 // Defaults for the zero fields of DelayConfig.
@@ -27,7 +27,11 @@ const (
 	DefaultCeiling    = 500 * time.Millisecond
 	DefaultWindow     = 10 * time.Second
 	DefaultSlices     = 5
-	DefaultMinSamples = 20
+	// DefaultMinSamples: until a supplier has answered this many calls in
+	// the window, its delay is the Ceiling. Ten successes give a p95 that
+	// is the second-slowest of them, good enough to start with; every call
+	// before that is hedged late (a fresh process's first quotes).
+	DefaultMinSamples = 10
 )
 
 // maxKeys bounds the table of keys (suppliers) a Delays keeps.

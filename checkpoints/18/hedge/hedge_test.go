@@ -62,7 +62,7 @@ func newFake(latency map[int]time.Duration, fail map[int]bool) *fakeSupplier {
 	return &fakeSupplier{start: time.Now(), latency: latency, fail: fail, runs: map[int]copyRun{}}
 }
 
-// policy is a Policy whose delay for "boreal" is 40 ms (20 latencies of
+// policy is a Policy whose delay for "boreal" is 40 ms (10 latencies of
 // 40 ms known), on a limiter of slots and a full budget.
 func policy(t *testing.T, slots int) (*hedge.Policy, *fanout.Local) {
 	t.Helper()
@@ -72,7 +72,7 @@ func policy(t *testing.T, slots int) (*hedge.Policy, *fanout.Local) {
 		d.Observe("boreal", 40*time.Millisecond)
 	}
 	if got := d.Delay("boreal"); got != 40*time.Millisecond {
-		t.Fatalf("the delay after 20 latencies of 40ms is %s, want 40ms", got)
+		t.Fatalf("the delay after 10 latencies of 40ms is %s, want 40ms", got)
 	}
 	return &hedge.Policy{Limiter: lim, Budget: hedge.NewBudget(hedge.BudgetConfig{}), Delays: d}, lim
 }

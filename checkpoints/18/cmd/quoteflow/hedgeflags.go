@@ -23,7 +23,7 @@ func newHedgeFlags(fs *flag.FlagSet) *hedgeFlags {
 	fs.BoolVar(&h.off, "no-hedge", false, "never hedge a slow supplier call (retries still pay from the budget)")
 	fs.DurationVar(&h.floor, "hedge-floor", hedge.DefaultFloor, "the hedge delay (a supplier's recent p95) is never shorter than this")
 	fs.DurationVar(&h.ceiling, "hedge-ceiling", hedge.DefaultCeiling,
-		"the hedge delay is never longer than this; also the delay while fewer than 20 latencies of the last 10s are known")
+		"the hedge delay is never longer than this; also the delay while fewer than 10 latencies of the last 10s are known")
 	fs.Float64Var(&h.ratio, "budget-ratio", hedge.DefaultRatio, "tokens each first supplier call adds to the budget of extra calls (each retry or hedge spends 1)")
 	fs.Float64Var(&h.cap, "budget-cap", hedge.DefaultCap, "the most tokens the budget of extra calls holds (it starts full)")
 	return h
