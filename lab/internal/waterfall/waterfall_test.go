@@ -253,3 +253,19 @@ func TestTextIsEscaped(t *testing.T) {
 	rs.ID = `<a href="x">&'`
 	render(t, rs, waterfall.Options{}) // parseSVG fails on a bad escape
 }
+
+// A hedged pair whose first copy answered: the outcome is that answer, not
+// the hedge that lost and was hung up on.
+func TestOutcomeOfAHedgeThatLost(t *testing.T) {
+	l := waterfall.Lane{Attempts: []provider.Attempt{
+		{ArrivalMs: 0, Status: 200, End: "done", DurationMs: 60},
+		{ArrivalMs: 58, End: "client_gone", DurationMs: 3, Hedged: true, LostCancelled: true},
+	}}
+	if got, want := waterfall.Outcome(l), "200 after 2 attempts (the hedge lost and was cancelled)"; got != want {
+		t.Errorf("Outcome = %q, want %q", got, want)
+	}
+	l.Attempts[1].LostCancelled = false // a caller that gave up on both copies
+	if got, want := waterfall.Outcome(l), "client gave up, 2 attempts"; got != want {
+		t.Errorf("without lost_cancelled: Outcome = %q, want %q", got, want)
+	}
+}
