@@ -22,11 +22,11 @@ type DelayConfig struct {
 
 // Defaults for the zero fields of DelayConfig.
 const (
-	DefaultQuantile   = 0.95
-	DefaultFloor      = 10 * time.Millisecond
-	DefaultCeiling    = 500 * time.Millisecond
-	DefaultWindow     = 10 * time.Second
-	DefaultSlices     = 5
+	DefaultQuantile = 0.95
+	DefaultFloor    = 10 * time.Millisecond
+	DefaultCeiling  = 500 * time.Millisecond
+	DefaultWindow   = 10 * time.Second
+	DefaultSlices   = 5
 	// DefaultMinSamples: until a supplier has answered this many calls in
 	// the window, its delay is the Ceiling. Ten successes give a p95 that
 	// is the second-slowest of them, good enough to start with; every call

@@ -142,11 +142,12 @@ func Outcome(l Lane) string {
 	if n > 1 {
 		tries = fmt.Sprintf("%d attempts", n)
 	}
-	// A hedged pair: the copy that answered is the outcome, whichever came
-	// first; the other lost and was hung up on.
-	for _, a := range l.Attempts[:n-1] {
-		if a.End == "done" && a.Status >= 200 && a.Status < 300 && last.LostCancelled {
-			return fmt.Sprintf("%d after %s (the hedge lost and was cancelled)", a.Status, tries)
+	// A hedged pair whose last copy lost: the copy that answered is the outcome.
+	if last.LostCancelled {
+		for _, a := range l.Attempts[:n-1] {
+			if kind(a) == "ok" {
+				return fmt.Sprintf("%d after %s (the hedge lost and was cancelled)", a.Status, tries)
+			}
 		}
 	}
 	switch last.End {

@@ -131,7 +131,14 @@ func check(ctx context.Context, o grade.Request, v variant.Variant) report.Repor
 	r.Properties, r.ElapsedMS, r.Notes = res.Props, res.Elapsed.Milliseconds(), res.Notes
 	r.Machine = &res.Machine
 	r.Timings = &report.Timings{}
-	r.Timings.Add("run", "build the five tools and run every scenario at once, then re-run what missed a timing bound (the grader's steps overlap)", res.Elapsed.Milliseconds())
+	what := "build the five tools and run every scenario at once, then re-run what missed a timing bound (the grader's steps overlap)"
+	switch {
+	case o.Only != "" && toolOf(o.Only) == "":
+		what = "read the plan and the report for " + o.Only
+	case o.Only != "":
+		what = "build " + toolOf(o.Only) + " and run its scenarios for " + o.Only + ", then re-run what missed a timing bound"
+	}
+	r.Timings.Add("run", what, res.Elapsed.Milliseconds())
 	decide(&r, res, o, v)
 	if o.Only != "" {
 		r.Notes = append(r.Notes, "only "+o.Only+" was graded (--only): this verdict is not the exercise's; run without --only for that (it is not recorded for `lab list` either).")
