@@ -2,6 +2,8 @@ package grade
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -151,7 +153,10 @@ func (g *Guard) Restore() []string {
 }
 
 // keep copies a changed file, as found, under the state dir before it is
-// put back; g.mu is held.
+// put back; g.mu is held. Answers run at once, so one check may find the
+// same file changed several times, differently: the first version found
+// keeps the file's name, each other one is kept beside it as NAME~2,
+// NAME~3, …; none overwrites another.
 func (g *Guard) keep(rel string, is guarded) {
 	if !is.mode.IsRegular() {
 		return
@@ -159,9 +164,23 @@ func (g *Guard) keep(rel string, is guarded) {
 	if g.kept == "" {
 		g.kept = filepath.Join(course.StateDir(g.root), "changed", time.Now().Format("20060102-150405.000"))
 	}
-	path := filepath.Join(g.kept, filepath.FromSlash(rel))
-	if os.MkdirAll(filepath.Dir(path), 0o755) == nil {
-		_ = os.WriteFile(path, is.data, 0o644)
+	base := filepath.Join(g.kept, filepath.FromSlash(rel))
+	if os.MkdirAll(filepath.Dir(base), 0o755) != nil {
+		return
+	}
+	for n := 1; n < 100; n++ {
+		path := base
+		if n > 1 {
+			path = fmt.Sprintf("%s~%d", base, n)
+		}
+		old, err := os.ReadFile(path)
+		if err == nil && bytes.Equal(old, is.data) {
+			return // this version is kept already
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			_ = os.WriteFile(path, is.data, 0o644)
+			return
+		}
 	}
 }
 

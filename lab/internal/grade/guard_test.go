@@ -57,3 +57,41 @@ func TestGuardRestoresTheCourse(t *testing.T) {
 		t.Fatalf("after a restore, the guard still says %v", got)
 	}
 }
+
+// Answers run at once may each change a file, differently: every version
+// found is kept, the first under the file's own name, none overwritten.
+func TestGuardKeepsEveryVersionItFinds(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("LAB_STATE_DIR", filepath.Join(t.TempDir(), "state"))
+	readme := filepath.Join(root, "checkpoints", "13", "README.md")
+	if err := os.MkdirAll(filepath.Dir(readme), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(readme, []byte("course\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewGuard(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, found := range []string{"mine\n", "", "mine\n", "theirs\n"} {
+		if err := os.WriteFile(readme, []byte(found), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := g.Restore(); len(got) != 1 {
+			t.Fatalf("changed %v, want the README", got)
+		}
+	}
+	kept := filepath.Join(g.KeptIn(), "checkpoints", "13", "README.md")
+	for name, want := range map[string]string{"": "mine\n", "~2": "", "~3": "theirs\n"} {
+		if got, err := os.ReadFile(kept + name); err != nil || string(got) != want {
+			t.Errorf("README.md%s: %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if _, err := os.Stat(kept + "~4"); err == nil {
+		t.Errorf("README.md~4 exists: a version found twice is kept once")
+	}
+}

@@ -51,6 +51,44 @@ func TestReadLeftWithoutASecondAttemptIsATimingMiss(t *testing.T) {
 	}
 }
 
+// A tool that pays only its calls from the budget stops in time when a busy
+// partner is slow to answer them: such a run shows nothing about the waits
+// and is a timing miss (run again), never a pass; with quick calls the same
+// report is judged as it is.
+func TestWaitsChargedNeedsQuickCalls(t *testing.T) {
+	calls := func(ms ...float64) []provider.PartnerLogEntry {
+		var log []provider.PartnerLogEntry
+		for _, d := range ms {
+			log = append(log, provider.PartnerLogEntry{End: "done", Status: 503, DurationMs: d})
+		}
+		return log
+	}
+	for _, c := range []struct {
+		name      string
+		log       []provider.PartnerLogEntry
+		wall      float64
+		wantOK    bool
+		wantTimed bool
+	}{
+		{"quick calls, in time", calls(2, 1, 3, 2), 1450, true, false},
+		{"slow partner, looks in time: tested nothing", calls(380, 400, 350, 390), 2100, false, true},
+		{"slow partner, past the budget: run again", calls(380, 400, 350, 390), 3645, false, true},
+		{"quick calls, far past the budget", calls(2, 1, 3, 2), 4500, false, false},
+	} {
+		g := newTestGrader()
+		g.checkWaitsCharged(map[string]*retried{"budget": {
+			job: retryJob{fail: 100, budgetMS: 1500, attempts: 30, baseMS: 200, minMS: 100},
+			run: quietRun(c.wall),
+			out: retryOut{Attempts: len(c.log), WaitsMS: []float64{124.6, 332.3, 354.8}, StoppedReason: "budget"},
+			log: provider.PartnerLog{Calls: c.log},
+		}})
+		f := judged(t, g, "retry_waits_charged")
+		if f.ok != c.wantOK || !f.ok && f.timed != c.wantTimed {
+			t.Errorf("%s: ok %v timed %v, want ok %v timed %v (%s)", c.name, f.ok, f.timed, c.wantOK, c.wantTimed, f.but)
+		}
+	}
+}
+
 func TestShrinkingToleranceGrowsWithTheToolsCPUWait(t *testing.T) {
 	b := func(v int64) *int64 { return &v }
 	// The tool's gap between budgets is 233 ms, the partner's 207: 26 ms apart.
