@@ -5,11 +5,13 @@ package cli
 import (
 	"bufio"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,8 +79,18 @@ func buildLab(t *testing.T, root string) string {
 	return labBin
 }
 
-// TestMain removes the shared build of lab.
+// TestMain removes the shared build of lab. The watch tests mostly wait (for
+// a debounce, a lab check's runs): unless go test is given -parallel, three
+// run at once per CPU instead of one.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", strconv.Itoa(3*runtime.GOMAXPROCS(0))); err != nil {
+			panic(err)
+		}
+	}
 	code := m.Run()
 	if labDir != "" {
 		os.RemoveAll(labDir)

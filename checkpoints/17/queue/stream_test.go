@@ -48,6 +48,7 @@ func testCtx(t *testing.T) context.Context {
 // Enqueue is idempotent by ID; Lease hands a job to one consumer; Complete
 // is idempotent; Counts follows.
 func TestStreamLifecycle(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	q := streams(t, redistest.Start(t), 1)[0]
 	job := Job{ID: "b1/0/boreal", Body: []byte(`{"sku":"KB-001"}`)}
@@ -84,6 +85,7 @@ func TestStreamLifecycle(t *testing.T) {
 // timeout another process takes it over (XAUTOCLAIM) and finishes it; the
 // dead one's late word changes nothing.
 func TestStreamDeadConsumersJobIsClaimed(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	qs := streams(t, redistest.Start(t), 2)
 	const visibility = 300 * time.Millisecond
@@ -132,6 +134,7 @@ func TestStreamDeadConsumersJobIsClaimed(t *testing.T) {
 // Fail puts a job back after its retry delay, not before; at its last try it
 // is dead with its reason, and so is a job whose lease ran out on its last try.
 func TestStreamFailRetryAndDead(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	q := streams(t, redistest.Start(t), 1)[0] // MaxTries 3
 	q.Enqueue(ctx, Job{ID: "f"})
@@ -189,6 +192,7 @@ func TestStreamFailRetryAndDead(t *testing.T) {
 // Three processes drain one queue together: every job is done once, none
 // is delivered to two of them at once.
 func TestStreamDrainsFromEveryProcess(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	qs := streams(t, redistest.Start(t), 3)
 	var jobs []Job
@@ -241,6 +245,7 @@ func TestStreamDrainsFromEveryProcess(t *testing.T) {
 // ErrFull and writes nothing; a job too large is refused; finished jobs past
 // KeepFinished are pruned, oldest first, and counted.
 func TestStreamIsBoundedInCountAndSize(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	q := streamsWith(t, redistest.Start(t), 1, Limits{MaxTries: 1, MaxOpen: 3, KeepFinished: 10})[0]
 	if err := q.Enqueue(ctx, Job{ID: "a"}, Job{ID: "b"}); err != nil {
@@ -296,6 +301,7 @@ func TestStreamIsBoundedInCountAndSize(t *testing.T) {
 // EnqueueWith writes an owner and its jobs in one script; past Keep the
 // oldest owner goes with its jobs, whatever their state, making room.
 func TestStreamOwnersAreDroppedWithTheirJobs(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	q := streamsWith(t, redistest.Start(t), 1, Limits{MaxOpen: 4})[0]
 	put := func(owner string, jobs ...string) error {
@@ -346,6 +352,7 @@ func TestStreamOwnersAreDroppedWithTheirJobs(t *testing.T) {
 // Redis restarted empty (no persistence): the queue recreates its group and
 // goes on, rather than failing every pass with NOGROUP.
 func TestStreamRecreatesItsGroupAfterARestart(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := redistest.Start(t)
 	q := streams(t, s, 1)[0]
@@ -378,6 +385,7 @@ func mustLease(t *testing.T, q *Stream, n int) []Job {
 // A job enqueued with a NotBefore (a supplier's Retry-After) is not
 // delivered before it, and is delivered once it is due.
 func TestStreamEnqueueHonoursNotBefore(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	q := streams(t, redistest.Start(t), 1)[0]
 	const wait = 400 * time.Millisecond

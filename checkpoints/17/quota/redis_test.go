@@ -16,6 +16,7 @@ import (
 // Three processes share a limit of 6: with 36 goroutines competing for
 // slots, never more than 6 are held at once, and 6 are.
 func TestRedisLimitHoldsAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	s := startRedis(t)
 	qs := processes(t, s.URL(), 3, quota.RedisConfig{Limit: 6})
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
@@ -42,6 +43,7 @@ func TestRedisLimitHoldsAcrossProcesses(t *testing.T) {
 // releases) blocks the others only until its leases expire: within the TTL
 // (+20%) the other two hold 6 again.
 func TestRedisKilledProcessLeasesExpire(t *testing.T) {
+	t.Parallel()
 	s := startRedis(t)
 	const ttl = quota.DefaultTTL
 	qs := processes(t, s.URL(), 3, quota.RedisConfig{Limit: 6, TTL: ttl})
@@ -75,6 +77,7 @@ func TestRedisKilledProcessLeasesExpire(t *testing.T) {
 // every slot for 3 TTLs, no other process is admitted. (The TTL leaves a
 // renewal 600 ms of slack on a busy machine.)
 func TestRedisRenewalKeepsLongCalls(t *testing.T) {
+	t.Parallel()
 	s := startRedis(t)
 	const ttl = 900 * time.Millisecond
 	qs := processes(t, s.URL(), 2, quota.RedisConfig{Limit: 6, TTL: ttl})
@@ -96,6 +99,7 @@ func TestRedisRenewalKeepsLongCalls(t *testing.T) {
 // re-register their leases before anyone new is admitted (no burst above
 // the limit), and the quota works again with no restart of the processes.
 func TestRedisOutageFailsClosedAndRecovers(t *testing.T) {
+	t.Parallel()
 	s := startRedis(t)
 	const ttl = 600 * time.Millisecond
 	cfg := quota.RedisConfig{Limit: 6, TTL: ttl, Rate: quota.Rate{N: 5, Per: 200 * time.Millisecond}}
@@ -148,6 +152,7 @@ func TestRedisOutageFailsClosedAndRecovers(t *testing.T) {
 // hand-made member, a clock far ahead) is not a slot held for ever: the
 // next acquisition drops it, and all 6 slots are there.
 func TestRedisLeaseBeyondTheTTLIsExpired(t *testing.T) {
+	t.Parallel()
 	s := startRedis(t)
 	qs := processes(t, s.URL(), 1, quota.RedisConfig{Limit: 6})
 	rdb := client(t, s.URL())

@@ -114,6 +114,7 @@ func TestNoCallStartsBelowTheFloorAfterARateWait(t *testing.T) {
 // any 300 ms (the other 300 ms are slack for a busy machine between an
 // admission and its arrival), though each process sends orders of 40.
 func TestTheCostQuotaHoldsAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	type arrival struct {
 		at  time.Time

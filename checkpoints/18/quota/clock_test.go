@@ -15,6 +15,7 @@ import (
 // stand-in's clock jumps a TTL ahead while no real time passes, and the dead
 // process's slots are free at once.
 func TestLeasesExpireByRedisClock(t *testing.T) {
+	t.Parallel()
 	m := miniredis.RunT(t)
 	base := time.Now().Add(time.Hour) // an hour ahead of every process here
 	m.SetTime(base)
@@ -41,6 +42,7 @@ func TestLeasesExpireByRedisClock(t *testing.T) {
 // clock would write a lease already an hour expired, and the other process
 // would take the slots of running calls.
 func TestRenewalsUseRedisClock(t *testing.T) {
+	t.Parallel()
 	m := miniredis.RunT(t)
 	m.SetTime(time.Now().Add(time.Hour))
 	const ttl = 150 * time.Millisecond // renewed every 50 ms

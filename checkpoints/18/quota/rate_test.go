@@ -42,6 +42,7 @@ func crowded(adm []admission, n int, per time.Duration) []admission {
 // asking as fast as they can get no window of 200 ms with more than 5
 // admissions, and the quota still admits at about its rate.
 func TestRedisRateHoldsAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	s := startRedis(t)
 	rate := quota.Rate{N: 5, Per: 200 * time.Millisecond}
 	qs := processes(t, s.URL(), 3, quota.RedisConfig{Rate: rate})
@@ -96,6 +97,7 @@ func TestRedisRateHoldsAcrossProcesses(t *testing.T) {
 // Wait returns as soon as the rate has room, and says ErrRateLimited at
 // once when the room comes after the deadline.
 func TestRedisWaitHonoursTheDeadline(t *testing.T) {
+	t.Parallel()
 	s := startRedis(t)
 	rate := quota.Rate{N: 5, Per: 200 * time.Millisecond}
 	qs := processes(t, s.URL(), 2, quota.RedisConfig{Rate: rate})
@@ -131,6 +133,7 @@ func TestRedisWaitHonoursTheDeadline(t *testing.T) {
 // two orders of 60 units do not fit in 100 where two calls would, a 40 still
 // does, and an order larger than the whole window never gets in.
 func TestRedisWeightedRateBoundsTheCostAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	s := startRedis(t)
 	qs := processes(t, s.URL(), 3, quota.RedisConfig{Rate: quota.Rate{N: 100, Per: time.Minute}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -159,6 +162,7 @@ func TestRedisWeightedRateBoundsTheCostAcrossProcesses(t *testing.T) {
 
 // A call that does not fit waits until enough cost has left the window.
 func TestRedisWeightedWaitEndsWhenTheCostLeaves(t *testing.T) {
+	t.Parallel()
 	s := startRedis(t)
 	const per = 300 * time.Millisecond
 	qs := processes(t, s.URL(), 2, quota.RedisConfig{Rate: quota.Rate{N: 100, Per: per}})

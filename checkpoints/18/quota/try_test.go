@@ -11,6 +11,7 @@ import (
 // with the limit held across processes it says no at once, holding nothing;
 // once a slot is given back it takes it, and that slot counts like any other.
 func TestTryAcquireNeverWaitsAndCountsLikeAcquire(t *testing.T) {
+	t.Parallel()
 	s := startRedis(t)
 	qs := processes(t, s.URL(), 2, quota.RedisConfig{Limit: 3})
 	local, err := quota.NewLocal(3, quota.Rate{})

@@ -96,6 +96,7 @@ func quoteAll(t *testing.T, svcs []*Service, n int) []QuoteResult {
 // (24 supplier calls) in flight: with their own semaphores the suppliers see
 // 18 at once; with the shared Redis quota exactly 6.
 func TestThreeProcessesShareOneLimitOfSix(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	local := newFake(nil)
 	local.latency = 100 * time.Millisecond
@@ -130,6 +131,7 @@ func TestThreeProcessesShareOneLimitOfSix(t *testing.T) {
 // 5 per 250 ms; here 200 ms of slack lets a busy machine delay a request
 // between its admission and its arrival.)
 func TestTheRateQuotaHoldsAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	var mu sync.Mutex
 	var arrivals []time.Time
@@ -175,6 +177,7 @@ func TestTheRateQuotaHoldsAcrossProcesses(t *testing.T) {
 // called (closed, not open); Redis back, the same process quotes again
 // without a restart.
 func TestRedisGoneFailsClosedAndRecovers(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	fake := newFake(nil)
 	p := redisProcess(t, s.URL(), fake, quota.RedisConfig{Limit: 6, TTL: 300 * time.Millisecond}, Config{})
@@ -221,6 +224,7 @@ func TestRedisGoneFailsClosedAndRecovers(t *testing.T) {
 // queue are in Redis, and the first process is gone (killed with its calls
 // queued); the second drains the queue and fills the basket in.
 func TestAnotherProcessCompletesTheBasket(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	qc := quota.RedisConfig{Limit: 6}
 	a := redisProcess(t, s.URL(), newFake(map[string]reply{"boreal": status(503)}), qc, Config{})
@@ -259,6 +263,7 @@ func TestAnotherProcessCompletesTheBasket(t *testing.T) {
 // (Update is an optimistic read-modify-write); past its limit the store
 // drops the oldest basket with its jobs.
 func TestTheRedisStoreUpdatesAtomicallyAndIsBounded(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	ctx := testCtx(t)
 	var stores []*RedisStore
@@ -327,6 +332,7 @@ func TestTheRedisStoreUpdatesAtomicallyAndIsBounded(t *testing.T) {
 // the script that says so settles its basket line: dead with lease_expired,
 // pending 0. A job whose last try fails is settled the same way by Fail's.
 func TestADeadStreamJobSettlesItsBasketLine(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	p := redisProcess(t, s.URL(), newFake(map[string]reply{"boreal": status(503)}), quota.RedisConfig{Limit: 6}, Config{})
 	ctx := testCtx(t)
@@ -376,6 +382,7 @@ func TestADeadStreamJobSettlesItsBasketLine(t *testing.T) {
 // Redis stalls (1.5 s) while a quote's calls are in flight: the quote still
 // answers within its 800 ms budget. Releasing a slot does not wait for Redis.
 func TestARedisStallDoesNotStretchAQuote(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	fake := newFake(nil)
 	fake.latency = 200 * time.Millisecond
@@ -409,6 +416,7 @@ func TestARedisStallDoesNotStretchAQuote(t *testing.T) {
 // no job is queued and no supplier is asked again. A retry with the same
 // Idempotency-Key, once the first is over, makes the basket once.
 func TestABasketWriteCannotLandAfterItsDeadline(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	fake := newFake(map[string]reply{"boreal": status(503)})
 	fake.latency = 300 * time.Millisecond

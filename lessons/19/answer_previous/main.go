@@ -226,7 +226,7 @@ func loserCancelled() (string, error) {
 func extraWithinBudget() (string, error) {
 	f := &fake{plan: func(s, _ string, _ int) plan {
 		if s == "boreal" {
-			return plan{d: 150 * time.Millisecond}
+			return plan{d: 100 * time.Millisecond}
 		}
 		return plan{d: 2 * time.Millisecond}
 	}}
@@ -239,7 +239,7 @@ func extraWithinBudget() (string, error) {
 	}
 	defer svc.Close()
 	start := time.Now()
-	if err := many(svc, 100, 4); err != nil {
+	if err := many(svc, 40, 4); err != nil {
 		return "", err
 	}
 	took := time.Since(start)
@@ -250,7 +250,7 @@ func extraWithinBudget() (string, error) {
 	// over the run, and one for rounding.
 	allowed := int(0.1*float64(firsts) + 5 + 0.1*took.Seconds() + 1)
 	if n > allowed {
-		return "", fmt.Errorf("100 quotes with every boreal call slow sent %d hedges for %d first calls: a budget of 0.1 per first call and a cap of 5 allows %d", n, firsts, allowed)
+		return "", fmt.Errorf("40 quotes with every boreal call slow sent %d hedges for %d first calls: a budget of 0.1 per first call and a cap of 5 allows %d", n, firsts, allowed)
 	}
 	return fmt.Sprintf("every boreal call slow: %d hedges for %d first calls (budget allows %d)", n, firsts, allowed), nil
 }
@@ -324,11 +324,11 @@ func noHedgeBeforeP95() (string, error) {
 		return "", err
 	}
 	defer svc.Close()
-	if err := many(svc, 40, 2); err != nil { // warm up: 40 latencies per supplier
+	if err := many(svc, 20, 2); err != nil { // warm up: 20 latencies per supplier
 		return "", err
 	}
 	warm, _ := f.snapshot()
-	if err := many(svc, 60, 2); err != nil {
+	if err := many(svc, 40, 2); err != nil {
 		return "", err
 	}
 	calls, _ := f.snapshot()
@@ -402,7 +402,7 @@ func oneBudget() (string, error) {
 			return plan{status: http.StatusServiceUnavailable}
 		}
 		if s == "boreal" && !flaky {
-			return plan{d: 400 * time.Millisecond}
+			return plan{d: 250 * time.Millisecond}
 		}
 		return plan{}
 	}}
