@@ -1,6 +1,6 @@
 //go:build unix
 
-package testscripts
+package acceptance
 
 import (
 	"fmt"
