@@ -213,7 +213,7 @@ func (g *grader) checkShrinking(c *fanned) {
 		// leaves; a thread waiting for a CPU in between makes the partner's
 		// gap differ from the tool's by that wait: the 25 ms grow by what
 		// the tool's threads waited for a CPU, as measured on the process.
-		tol := 25 + max(c.run.starvedMS, 0)
+		tol := 25 + excuse(c.run)
 		for i := 1; i < len(log); i++ {
 			gap := log[i].ArrivalMs - log[i-1].ArrivalMs
 			v.need(gap >= fanoutWork-rounding, "the calls overlapped (call %d arrived %.0f ms after call %d, before its 200 ms answer): fanout must call one after another", i+1, gap, i)

@@ -310,6 +310,9 @@ func (g *grader) checkWaitCaps(res map[string]*retried) {
 		case excess == 0:
 		case allow < 0:
 			v.slow("a wait was larger than its cap")
+		case excess > passLate(x.run, len(x.out.WaitsMS)) && excess <= allow:
+			v.slow("a wait was larger than its cap by more than %.0f ms of CPU wait excuse (%s: the waits %v went %.0f ms over their caps %s)",
+				passExcuse, name, x.out.WaitsMS, excess, capsText(base, len(x.out.WaitsMS)))
 		case excess > allow:
 			v.need(false, "a wait was larger than its cap (%s: the waits %v went %.0f ms over their caps %s, +%.0f ms each, more than the %.0f ms its threads waited for a CPU: no late timer explains it)",
 				name, x.out.WaitsMS, excess, capsText(base, len(x.out.WaitsMS)), capLateness, x.run.starvedMS)
@@ -375,10 +378,7 @@ func (g *grader) checkJitter(res map[string]*retried) {
 			continue
 		}
 		x := res[name]
-		late := capLateness
-		if x.run.starvedMS > 0 {
-			late += x.run.starvedMS
-		}
+		late := capLateness + max(x.run.starvedMS, 0)
 		var us []float64
 		for i, w := range x.out.WaitsMS {
 			ceiling := capOf(x.job.base(), i)

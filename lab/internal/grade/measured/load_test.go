@@ -1,7 +1,12 @@
 package measured
 
 import (
+	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	"quoteflowlab.dev/lab/internal/runner"
 
 	"quoteflowlab.dev/provider"
 )
@@ -99,7 +104,8 @@ func TestShrinkingToleranceGrowsWithTheToolsCPUWait(t *testing.T) {
 		wantOK  bool
 	}{
 		{"not held back: 26 ms is over 25", 0, false},
-		{"held back 40 ms: within 25 + 40", 40, true},
+		{"held back 40 ms: within 25 + 25", 40, true},
+		{"held back 400 ms: the excuse stops at 25 ms", 400, true},
 	} {
 		g := newTestGrader()
 		r := quietRun(700)
@@ -137,6 +143,72 @@ func TestTotalShorterThanTheArrivalSpan(t *testing.T) {
 		}
 		if timed := !v.hard; timed != tc.wantTimed {
 			t.Errorf("%s: timed %v, want %v (%v)", tc.name, timed, tc.wantTimed, v.buts)
+		}
+	}
+}
+
+// The CPU wait a tool's threads report widens a pass bound by 25 ms at
+// most: a tool that lies by 60 ms is not excused by a wait of its own making.
+func TestTheCPUWaitExcusesAtMost25ms(t *testing.T) {
+	b := func(v int64) *int64 { return &v }
+	// Call 2 carries 60 ms more than the 1099 ms less the 207 ms gap.
+	log := []provider.PartnerLogEntry{{ArrivalMs: 0, BudgetMs: b(1099)}, {ArrivalMs: 207, BudgetMs: b(952)}}
+	g := newTestGrader()
+	r := quietRun(700)
+	r.starvedMS = 5000
+	g.checkShrinking(&fanned{budget: 1100, n: 2, run: r, log: log})
+	if f := judged(t, g, "fanout_shrinking"); f.ok {
+		t.Errorf("a budget 60 ms too large passed with 5 s of CPU wait (%s)", f.detail)
+	}
+}
+
+// A tool that used the CPU, or had more threads ready to run than it got
+// CPUs for most of its run, computed: its CPU wait is its own doing.
+func TestComputedRuns(t *testing.T) {
+	for _, c := range []struct {
+		res  runner.Result
+		want bool
+	}{
+		{runner.Result{Elapsed: time.Second, CPU: 20 * time.Millisecond, Starved: 0.1}, false},
+		{runner.Result{Elapsed: time.Second, CPU: 30 * time.Millisecond, Starved: 0.6}, false}, // held back by others
+		{runner.Result{Elapsed: time.Second, CPU: 600 * time.Millisecond, Starved: 0.2}, true},
+		{runner.Result{Elapsed: time.Second, CPU: 145 * time.Millisecond, Starved: 2.5}, true}, // eight spinning threads, most of them waiting
+		{runner.Result{Elapsed: 50 * time.Millisecond, CPU: 40 * time.Millisecond, Starved: -1}, false},
+	} {
+		if got := computed(c.res); got != c.want {
+			t.Errorf("CPU %v in %v, starved %.1f: computed %v, want %v", c.res.CPU, c.res.Elapsed, c.res.Starved, got, c.want)
+		}
+	}
+}
+
+// On a busy machine the last attempt's answer can come after the budget
+// ran out: the partner logged a success the tool never read. "attempts" is
+// then as true as "budget" (the run lasted its budget); a tool that took
+// the success for a failure and stopped at once is still wrong.
+func TestLastAttemptCutByTheBudget(t *testing.T) {
+	j := retryJob{callMS: 111, fail: 2, budgetMS: 897, attempts: 3, baseMS: 30}
+	log := provider.PartnerLog{Calls: []provider.PartnerLogEntry{
+		{ArrivalMs: 0, Status: 503, End: "done", DurationMs: 111},
+		{ArrivalMs: 130, Status: 503, End: "done", DurationMs: 111},
+		{ArrivalMs: 290, Status: 200, End: "done", DurationMs: 111},
+	}}
+	for _, c := range []struct {
+		name    string
+		stopped string
+		wall    float64
+		want    bool
+	}{
+		{"cut at the budget, attempts", "attempts", 898, true},
+		{"cut at the budget, budget", "budget", 898, true},
+		{"success taken for a failure", "attempts", 420, false},
+	} {
+		var v verdict
+		m := newModel(&v, c.name)
+		modelRetry(m, &retried{job: j, run: quietRun(c.wall), log: log,
+			out: retryOut{Attempts: 3, WaitsMS: []float64{18, 49}, StoppedReason: c.stopped, ElapsedMS: c.wall - 1}})
+		okField := !slices.ContainsFunc(v.buts, func(b string) bool { return strings.Contains(b, "after the partner's success") })
+		if okField != c.want {
+			t.Errorf("%s: ok field accepted %v, want %v (%v)", c.name, okField, c.want, v.buts)
 		}
 	}
 }

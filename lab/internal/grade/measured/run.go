@@ -33,6 +33,20 @@ type run struct {
 	starvedMS float64
 }
 
+// toolCPU is the CPU a tool may use besides a quarter of its wall time
+// and still be judged as waiting: a tool that makes a few HTTP calls uses a
+// few milliseconds; one that used more computed (or spun), and the time its
+// own threads then waited for a CPU is its own doing.
+const toolCPU = 150 * time.Millisecond
+
+// computed reports whether a run used more CPU than a tool that waits can,
+// or had more threads ready to run than it could get CPUs for, most of its
+// run (its threads together waited for a CPU longer than it ran): a tool
+// that waits on the network wakes a thread or two at a time, briefly.
+func computed(res runner.Result) bool {
+	return res.CPU > toolCPU+res.Elapsed/4 || res.Starved > 1
+}
+
 // wallMS is the measured wall time in milliseconds.
 func (r run) wallMS() float64 { return float64(r.wall) / float64(time.Millisecond) }
 
@@ -54,15 +68,26 @@ func (g *grader) execWithin(parent context.Context, within time.Duration, tool s
 	var stdout runner.Buffer
 	r.start = time.Now()
 	res := runner.Run(parent, runner.Cmd{Name: bin, Args: args, Timeout: within, Stdout: &stdout})
-	if g.mon != nil && g.mon.HeldBack(res.Starved, res.Elapsed) {
-		g.mu.Lock()
-		g.heldBack = true
-		g.mu.Unlock()
-	}
 	r.wall = res.Elapsed
 	r.starvedMS = -1
-	if res.Starved >= 0 {
+	switch {
+	case computed(res):
+		// Its threads waited for a CPU because it kept the CPUs busy
+		// itself: that excuses none of its timing, and says nothing about
+		// the machine.
+		r.starvedMS = 0
+		g.mu.Lock()
+		if g.computed == "" {
+			g.computed = fmt.Sprintf("%s used %v of CPU in a run of %v", tool, res.CPU.Round(time.Millisecond), res.Elapsed.Round(time.Millisecond))
+		}
+		g.mu.Unlock()
+	case res.Starved >= 0:
 		r.starvedMS = res.Starved * r.wallMS()
+		if g.mon != nil && g.mon.HeldBack(res.Starved, res.Elapsed) {
+			g.mu.Lock()
+			g.heldBack = true
+			g.mu.Unlock()
+		}
 	}
 	r.stdout, r.stderr = stdout.Bytes(), []byte(res.Output)
 	var err error

@@ -25,6 +25,19 @@ const (
 	stampLate = 100.0
 )
 
+// passExcuse is the most of a tool's CPU wait (starvedMS) that widens a
+// bound the tool must meet to pass. A tool can make its own threads wait
+// (a burst of spinning threads, a child process spinning) without using
+// enough CPU itself to be judged as computing, so an unbounded excuse would
+// let it lie by as much as it waited (a broken variant that spun eight
+// threads passed fanout_shrinking with budgets 60 ms too large). A longer
+// wait only makes the miss a timing miss, run again alone.
+const passExcuse = 25.0
+
+// excuse is the part of r's CPU wait that widens a bound it must meet to
+// pass.
+func excuse(r run) float64 { return min(max(r.starvedMS, 0), passExcuse) }
+
 // allowFor is how far a timing bound on run r may be missed before the miss
 // is the tool's: loadAllowance, plus the time the process's threads waited
 // for a CPU (a process held back that long by the machine was late by that
