@@ -174,6 +174,7 @@ func TestComputedRuns(t *testing.T) {
 		{runner.Result{Elapsed: time.Second, CPU: 600 * time.Millisecond, Starved: 0.2}, true},
 		{runner.Result{Elapsed: time.Second, CPU: 145 * time.Millisecond, Starved: 2.5}, true}, // eight spinning threads, most of them waiting
 		{runner.Result{Elapsed: 50 * time.Millisecond, CPU: 40 * time.Millisecond, Starved: -1}, false},
+		{runner.Result{Elapsed: 1550 * time.Millisecond, CPU: 6 * time.Millisecond, Starved: 1.3}, false}, // idle runtime threads of a waiting tool, load 16
 	} {
 		if got := computed(c.res); got != c.want {
 			t.Errorf("CPU %v in %v, starved %.1f: computed %v, want %v", c.res.CPU, c.res.Elapsed, c.res.Starved, got, c.want)
@@ -209,6 +210,41 @@ func TestLastAttemptCutByTheBudget(t *testing.T) {
 		okField := !slices.ContainsFunc(v.buts, func(b string) bool { return strings.Contains(b, "after the partner's success") })
 		if okField != c.want {
 			t.Errorf("%s: ok field accepted %v, want %v (%v)", c.name, okField, c.want, v.buts)
+		}
+	}
+}
+
+// retry_floor: a partner too slow to let more than the floor's attempts
+// fit shows nothing about the floor (a timing miss, run again), never a
+// pass; with 100 ms answers the count and timing of attempts decide.
+func TestFloorNeedsQuickCalls(t *testing.T) {
+	calls := func(dur float64, arrivals ...float64) []provider.PartnerLogEntry {
+		var log []provider.PartnerLogEntry
+		for _, a := range arrivals {
+			log = append(log, provider.PartnerLogEntry{ArrivalMs: a, End: "done", Status: 503, DurationMs: dur})
+		}
+		return log
+	}
+	for _, c := range []struct {
+		name      string
+		log       []provider.PartnerLogEntry
+		wantOK    bool
+		wantTimed bool
+	}{
+		{"quick calls, floor kept", calls(101, 0, 110, 230, 290), true, false},
+		{"slow partner, one attempt: tested nothing", calls(990, 0), false, true},
+		{"quick calls, floor ignored", calls(101, 0, 110, 230, 350, 470, 590, 710), false, false},
+	} {
+		g := newTestGrader()
+		g.checkRetryFloor(&retried{
+			job: retryJob{callMS: 100, fail: 100, budgetMS: 1000, attempts: 20, baseMS: 1, minMS: 700},
+			run: quietRun(1000),
+			out: retryOut{Attempts: len(c.log), StoppedReason: "budget"},
+			log: provider.PartnerLog{Calls: c.log},
+		})
+		f := judged(t, g, "retry_floor")
+		if f.ok != c.wantOK || !f.ok && f.timed != c.wantTimed {
+			t.Errorf("%s: ok %v timed %v, want ok %v timed %v (%s)", c.name, f.ok, f.timed, c.wantOK, c.wantTimed, f.but)
 		}
 	}
 }

@@ -44,8 +44,15 @@ const toolCPU = 150 * time.Millisecond
 // run (its threads together waited for a CPU longer than it ran): a tool
 // that waits on the network wakes a thread or two at a time, briefly.
 func computed(res runner.Result) bool {
-	return res.CPU > toolCPU+res.Elapsed/4 || res.Starved > 1
+	return res.CPU > toolCPU+res.Elapsed/4 || res.Starved > 1 && res.CPU > spinCPU+res.Elapsed/20
 }
+
+// spinCPU is the CPU a tool whose threads together waited for a CPU
+// longer than it ran may use besides a twentieth of its wall time: on a
+// loaded machine the Go runtime's idle threads of a tool that waits pile up
+// such waits too (6 ms of CPU in 1.55 s, load 16), a tool that spins
+// threads to make its own wait uses far more (145 ms in 0.67 s).
+const spinCPU = 30 * time.Millisecond
 
 // wallMS is the measured wall time in milliseconds.
 func (r run) wallMS() float64 { return float64(r.wall) / float64(time.Millisecond) }
