@@ -399,7 +399,10 @@ func (run *testRun) item(it verifyItem) itemResult {
 		r.Summary = "no test ran (all skipped, or none match?)"
 		r.Detail = tailLines(run.res.Output, 30)
 	case it.want > 0 && len(passed) < it.want:
+		// A case without a pass or a fail of its own (go test's JSON lost
+		// its lines, or it never ran): the raw output says what happened.
 		r.Summary = fmt.Sprintf("%d of %d passed", len(passed), it.want)
+		r.Detail = tailLines(run.res.Output, 40)
 	default:
 		r.OK = true
 		r.Summary = fmt.Sprintf("%d tests passed", len(passed))

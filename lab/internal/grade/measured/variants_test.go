@@ -85,6 +85,15 @@ func gradeVariant(t *testing.T, root string, l course.Lesson, cache, ref string,
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	r := check(ctx, o, v)
+	if r.Verdict == report.Inconclusive {
+		// The machine was too busy to judge a timing twice: what a student
+		// is told to do then, check again, is done once. Passed is never
+		// accepted, on either grading.
+		var first bytes.Buffer
+		r.WriteText(&first)
+		t.Logf("inconclusive on a busy machine, graded again:\n%s", first.String())
+		r = check(ctx, o, v)
+	}
 	var text bytes.Buffer
 	r.WriteText(&text)
 	out := text.String()
