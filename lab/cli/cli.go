@@ -82,5 +82,5 @@ func usage(w io.Writer) {
 }
 
 // Lesson returns the manifest's lesson of an exercise name ("E14"), for the
-// acceptance scripts, which cannot import the manifest's package.
+// testscripts, which cannot import the manifest's package.
 func Lesson(exercise string) (course.Lesson, error) { return course.ParseExercise(exercise) }

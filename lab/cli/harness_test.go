@@ -116,14 +116,14 @@ func TestDiffTreesShowsAddedRemovedAndChangedFiles(t *testing.T) {
 // output, not the tail of the run; passing and skipped ones are counted.
 func TestVerifyGroupsScriptResults(t *testing.T) {
 	events := strings.Join([]string{
-		`{"Action":"run","Package":"quoteflowlab.dev/acceptance","Test":"TestScripts/e14_answer"}`,
-		`{"Action":"output","Package":"quoteflowlab.dev/acceptance","Test":"TestScripts/e14_answer","Output":"> exec lab check E14\n"}`,
-		`{"Action":"pass","Package":"quoteflowlab.dev/acceptance","Test":"TestScripts/e14_answer"}`,
-		`{"Action":"output","Package":"quoteflowlab.dev/acceptance","Test":"TestScripts/e14_starter","Output":"FAIL: acceptance/e14_starter.txtar:5: no match for verdict\n"}`,
-		`{"Action":"fail","Package":"quoteflowlab.dev/acceptance","Test":"TestScripts/e14_starter"}`,
-		`{"Action":"output","Package":"quoteflowlab.dev/acceptance","Test":"TestScripts/e13_answer","Output":"passing output of another exercise\n"}`,
-		`{"Action":"pass","Package":"quoteflowlab.dev/acceptance","Test":"TestScripts/e13_answer"}`,
-		`{"Action":"fail","Package":"quoteflowlab.dev/acceptance"}`,
+		`{"Action":"run","Package":"quoteflowlab.dev/testscripts","Test":"TestScripts/e14_answer"}`,
+		`{"Action":"output","Package":"quoteflowlab.dev/testscripts","Test":"TestScripts/e14_answer","Output":"> exec lab check E14\n"}`,
+		`{"Action":"pass","Package":"quoteflowlab.dev/testscripts","Test":"TestScripts/e14_answer"}`,
+		`{"Action":"output","Package":"quoteflowlab.dev/testscripts","Test":"TestScripts/e14_starter","Output":"FAIL: testscripts/e14_starter.txtar:5: no match for verdict\n"}`,
+		`{"Action":"fail","Package":"quoteflowlab.dev/testscripts","Test":"TestScripts/e14_starter"}`,
+		`{"Action":"output","Package":"quoteflowlab.dev/testscripts","Test":"TestScripts/e13_answer","Output":"passing output of another exercise\n"}`,
+		`{"Action":"pass","Package":"quoteflowlab.dev/testscripts","Test":"TestScripts/e13_answer"}`,
+		`{"Action":"fail","Package":"quoteflowlab.dev/testscripts"}`,
 	}, "\n")
 	run := readTestEvents([]byte(events))
 	r := run.item(verifyItem{
@@ -160,19 +160,19 @@ func TestEveryVerifyScriptGroupHasScripts(t *testing.T) {
 		}
 		n := 0
 		for _, s := range scripts {
-			if it.match("quoteflowlab.dev/acceptance", "TestScripts/"+s) {
+			if it.match("quoteflowlab.dev/testscripts", "TestScripts/"+s) {
 				n++
 			}
 		}
 		if n == 0 {
-			t.Errorf("verify item %q matches no script in acceptance/", it.name)
+			t.Errorf("verify item %q matches no script in testscripts/", it.name)
 		}
 	}
-	src, err := os.ReadFile(filepath.Join(root, "acceptance", "script_test.go"))
+	src, err := os.ReadFile(filepath.Join(root, "testscripts", "script_test.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(src), "func TestScripts(t *testing.T)") {
-		t.Errorf("acceptance/script_test.go has no func TestScripts: lab verify's script items would run nothing")
+		t.Errorf("testscripts/script_test.go has no func TestScripts: lab verify's script items would run nothing")
 	}
 }

@@ -191,7 +191,7 @@ func writeSummary(w io.Writer, res verifyResult) {
 	fmt.Fprintf(w, "verify: %s: %d/%d items passed in %s\n", verdict, res.Passed, res.Total, report.Seconds(res.ElapsedMS))
 }
 
-// scriptGroup is a family of acceptance scripts lab verify reports as one item.
+// scriptGroup is a family of testscripts lab verify reports as one item.
 type scriptGroup struct {
 	prefix string
 	what   string
@@ -223,7 +223,7 @@ func verifyItems(root string) []verifyItem {
 		}
 		return verifyItem{
 			name: name, dir: root, env: "GOWORK=off",
-			args: []string{"-run", "^TestScripts$/^(" + strings.Join(names, "|") + ")$", "./acceptance/"},
+			args: []string{"-run", "^TestScripts$/^(" + strings.Join(names, "|") + ")$", "./testscripts/"},
 			match: func(_, test string) bool {
 				s, ok := strings.CutPrefix(test, "TestScripts/")
 				return ok && match(strings.SplitN(s, "/", 2)[0])
@@ -285,9 +285,9 @@ func variantsRun(root string, l course.Lesson) verifyItem {
 	}
 }
 
-// scriptNames lists the acceptance scripts (acceptance/*.txtar), without .txtar.
+// scriptNames lists the testscripts, without .txtar.
 func scriptNames(root string) []string {
-	files, _ := filepath.Glob(filepath.Join(root, "acceptance", "*.txtar"))
+	files, _ := filepath.Glob(filepath.Join(root, "testscripts", "*.txtar"))
 	var names []string
 	for _, f := range files {
 		names = append(names, strings.TrimSuffix(filepath.Base(f), ".txtar"))

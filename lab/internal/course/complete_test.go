@@ -65,8 +65,8 @@ func TestEveryLessonIsComplete(t *testing.T) {
 			ex := strings.ToLower(l.Exercise())
 			cp := filepath.Base(l.Checkpoint())
 			for _, s := range []string{ex + "_answer", ex + "_starter", "checkpoint_" + cp} {
-				if !exists(root, "acceptance/"+s+".txtar") {
-					t.Errorf("%s: no script acceptance/%s.txtar", l.Exercise(), s)
+				if !exists(root, "testscripts/"+s+".txtar") {
+					t.Errorf("%s: no script testscripts/%s.txtar", l.Exercise(), s)
 				}
 			}
 			row := regexp.MustCompile(`(?m)^\| \[` + regexp.QuoteMeta(strings.TrimPrefix(cp, "0")) + `\b[^\n]*\]\(` + regexp.QuoteMeta(l.Page()) + `\)`)

@@ -77,7 +77,7 @@ type Lesson struct {
 }
 
 // Lessons is the course manifest: the lessons that have an exercise, in
-// order. lab list, check, verify, hint and diff, and the acceptance scripts, read
+// order. lab list, check, verify, hint and diff, and the testscripts, read
 // only this table; the completeness test says when a lesson here lacks a
 // part.
 var Lessons = []Lesson{

@@ -14,7 +14,7 @@ import (
 )
 
 // StateDirEnv overrides where lab keeps its state (default: <root>/.lab).
-// The acceptance scripts set it so a test run never touches a student's progress.
+// The testscripts set it so a test run never touches a student's progress.
 const StateDirEnv = "LAB_STATE_DIR"
 
 // StateDir returns the directory for lab's state and caches.

@@ -1,6 +1,6 @@
 //go:build unix
 
-package acceptance
+package testscripts
 
 import (
 	"fmt"

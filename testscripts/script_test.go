@@ -1,5 +1,5 @@
-// Package acceptance runs the course's command-level scripts
-// (acceptance/*.txtar) with github.com/rogpeppe/go-internal/testscript.
+// Package testscripts runs the course's command-level scripts
+// (testscripts/*.txtar) with github.com/rogpeppe/go-internal/testscript.
 //
 // Commands available in every script, besides testscript's built-ins:
 //
@@ -88,7 +88,7 @@
 // HOME=$WORK/home, REPO = the absolute path of the repository root (so
 // scripts can `cd $REPO/checkpoints/13` and `exec go test ./...`), and
 // CHECKPOINT_TEST_FLAGS (-race when the host sets LAB_CHECKPOINT_RACE=1).
-package acceptance
+package testscripts
 
 import (
 	"context"
@@ -148,7 +148,7 @@ func (w wide) Run() int {
 	return w.m.Run()
 }
 
-// TestScripts runs every acceptance/*.txtar.
+// TestScripts runs every testscripts/*.txtar.
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	testscript.Run(t, testscript.Params{
