@@ -61,13 +61,6 @@ func TestReadLeftWithoutASecondAttemptIsATimingMiss(t *testing.T) {
 // and is a timing miss (run again), never a pass; with quick calls the same
 // report is judged as it is.
 func TestWaitsChargedNeedsQuickCalls(t *testing.T) {
-	calls := func(ms ...float64) []provider.PartnerLogEntry {
-		var log []provider.PartnerLogEntry
-		for _, d := range ms {
-			log = append(log, provider.PartnerLogEntry{End: "done", Status: 503, DurationMs: d})
-		}
-		return log
-	}
 	for _, c := range []struct {
 		name      string
 		log       []provider.PartnerLogEntry
@@ -75,10 +68,10 @@ func TestWaitsChargedNeedsQuickCalls(t *testing.T) {
 		wantOK    bool
 		wantTimed bool
 	}{
-		{"quick calls, in time", calls(2, 1, 3, 2), 1450, true, false},
-		{"slow partner, looks in time: tested nothing", calls(380, 400, 350, 390), 2100, false, true},
-		{"slow partner, past the budget: run again", calls(380, 400, 350, 390), 3645, false, true},
-		{"quick calls, far past the budget", calls(2, 1, 3, 2), 4500, false, false},
+		{"quick calls, in time", failed503(2, 0, 10, 20, 30), 1450, true, false},
+		{"slow partner, looks in time: tested nothing", failed503(380, 0, 390, 780, 1170), 2100, false, true},
+		{"slow partner, past the budget: run again", failed503(380, 0, 390, 780, 1170), 3645, false, true},
+		{"quick calls, far past the budget", failed503(2, 0, 10, 20, 30), 4500, false, false},
 	} {
 		g := newTestGrader()
 		g.checkWaitsCharged(map[string]*retried{"budget": {
@@ -218,22 +211,15 @@ func TestLastAttemptCutByTheBudget(t *testing.T) {
 // fit shows nothing about the floor (a timing miss, run again), never a
 // pass; with 100 ms answers the count and timing of attempts decide.
 func TestFloorNeedsQuickCalls(t *testing.T) {
-	calls := func(dur float64, arrivals ...float64) []provider.PartnerLogEntry {
-		var log []provider.PartnerLogEntry
-		for _, a := range arrivals {
-			log = append(log, provider.PartnerLogEntry{ArrivalMs: a, End: "done", Status: 503, DurationMs: dur})
-		}
-		return log
-	}
 	for _, c := range []struct {
 		name      string
 		log       []provider.PartnerLogEntry
 		wantOK    bool
 		wantTimed bool
 	}{
-		{"quick calls, floor kept", calls(101, 0, 110, 230, 290), true, false},
-		{"slow partner, one attempt: tested nothing", calls(990, 0), false, true},
-		{"quick calls, floor ignored", calls(101, 0, 110, 230, 350, 470, 590, 710), false, false},
+		{"quick calls, floor kept", failed503(101, 0, 110, 230, 290), true, false},
+		{"slow partner, one attempt: tested nothing", failed503(990, 0), false, true},
+		{"quick calls, floor ignored", failed503(101, 0, 110, 230, 350, 470, 590, 710), false, false},
 	} {
 		g := newTestGrader()
 		g.checkRetryFloor(&retried{
@@ -247,4 +233,14 @@ func TestFloorNeedsQuickCalls(t *testing.T) {
 			t.Errorf("%s: ok %v timed %v, want ok %v timed %v (%s)", c.name, f.ok, f.timed, c.wantOK, c.wantTimed, f.but)
 		}
 	}
+}
+
+// failed503 is a partner log of calls, one per arrival (ms), each ending
+// in a 503 after durMS.
+func failed503(durMS float64, arrivals ...float64) []provider.PartnerLogEntry {
+	var log []provider.PartnerLogEntry
+	for _, a := range arrivals {
+		log = append(log, provider.PartnerLogEntry{ArrivalMs: a, End: "done", Status: 503, DurationMs: durMS})
+	}
+	return log
 }
