@@ -295,27 +295,19 @@ const sampleEvery = 10 * time.Millisecond
 // each is kept; a thread that ended between samples loses at most 10 ms.
 func watchStarvation(pid int) func() (time.Duration, bool) {
 	var (
-		mu      sync.Mutex
-		last    = map[string]time.Duration{}
+		last    = map[string]time.Duration{} // the sampler's own until stopped
 		ok      bool
+		quit    = make(chan struct{})
 		stopped = make(chan struct{})
 	)
-	sample := func() {
-		w, got := waited(pid)
-		mu.Lock()
-		defer mu.Unlock()
-		for tid, d := range w {
-			last[tid] = max(last[tid], d)
-		}
-		ok = ok || got
-	}
-	quit := make(chan struct{})
 	go func() {
 		defer close(stopped)
+		s := newWaitSampler(pid)
+		defer s.close()
 		t := time.NewTicker(sampleEvery)
 		defer t.Stop()
 		for {
-			sample()
+			ok = s.sample(last) || ok
 			select {
 			case <-quit:
 				return
@@ -326,8 +318,6 @@ func watchStarvation(pid int) func() (time.Duration, bool) {
 	return func() (time.Duration, bool) {
 		close(quit)
 		<-stopped
-		mu.Lock()
-		defer mu.Unlock()
 		var total time.Duration
 		for _, d := range last {
 			total += d
