@@ -27,6 +27,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	mathrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -324,7 +325,12 @@ func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant)
 	// check and run again.
 	sem := make(chan struct{}, runsAtOnce)
 	var wg sync.WaitGroup
-	for i, v := range vs {
+	// The runs start in a new random order each check: in a fixed one, an
+	// answer whose runs note when they start (in a file they share) could
+	// tell the later ones apart.
+	order := mathrand.Perm(len(vs))
+	for _, i := range order {
+		v := vs[i]
 		if ctx.Err() != nil {
 			break
 		}
