@@ -66,6 +66,7 @@ type Provider struct {
 	maxKeys   int
 	seed      uint64
 	active    atomic.Int64          // gauge: handlers running now; survives resets
+	flights   flights               // the requests active counts, with their connections
 	state     atomic.Pointer[state] // counters and per-key state; Reset swaps in a new one
 	normal    map[quoteKey][]byte   // pre-encoded normal bodies: the hot path allocates nothing for them
 	blackhole *Blackhole            // set by Start before serving; nil when there is none

@@ -28,8 +28,14 @@ func (p *Provider) quote(st *state, w http.ResponseWriter, r *http.Request) (int
 	}
 	st.perSupplier[c.supplier].Add(1)
 	inFlight := &p.supplierActive[c.supplier]
-	raiseMax(&st.supplierPeak[c.supplier], inFlight.Add(1))
+	n := inFlight.Add(1)
 	defer inFlight.Add(-1)
+	p.flights.setSupplier(r, c.supplier)
+	defer p.flights.setSupplier(r, -1) // before the gauge comes down
+	if n > st.supplierPeak[c.supplier].Load() {
+		n = p.flights.live(n, c.supplier)
+	}
+	raiseMax(&st.supplierPeak[c.supplier], n)
 	id, err := requestID(r.Header)
 	if err != nil {
 		return c.fail(http.StatusBadRequest, "bad_request_id", err.Error()), nil

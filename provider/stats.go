@@ -34,8 +34,12 @@ func (p *Provider) counted(h workHandler) http.HandlerFunc {
 func (p *Provider) count(h workHandler, w http.ResponseWriter, r *http.Request) (int, net.Conn) {
 	active := p.active.Add(1)
 	defer p.active.Add(-1)
-	st := p.state.Load() // after raising active: see Reset
+	defer p.flights.add(r)() // every request in flights is counted in active
+	st := p.state.Load()     // after raising active: see Reset
 	st.total.Add(1)
+	if active > st.maxActive.Load() {
+		active = p.flights.live(active, -1) // a new peak: not the calls whose client has gone
+	}
 	raiseMax(&st.maxActive, active)
 	status, cut := h(st, w, r)
 	if status > 0 && status < len(st.perStatus) {
@@ -158,7 +162,9 @@ type TrackedKeys struct {
 // consistent view of one state, read in the reverse of the order requests
 // write it (see counters), so per_status never sums above total.
 func (p *Provider) Snapshot() Stats {
-	active := p.active.Load()
+	// The gauge as a client sees it: not the handlers whose client has
+	// hung up and that have not noticed yet (see flights).
+	active := p.flights.live(p.active.Load(), -1)
 	st := p.state.Load()
 	out := Stats{PerStatus: map[string]int64{}}
 	out.Resets = st.resets.Load()
