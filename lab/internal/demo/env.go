@@ -72,9 +72,10 @@ func (e *Env) Close() {
 // Provider starts a provider lab in this process on a free port.
 func (e *Env) Provider() (*provider.Server, error) { return e.ProviderScaled(1) }
 
-// ProviderScaled starts a provider lab whose latencies are scaled by scale.
+// ProviderScaled starts a provider lab whose latencies are scaled by scale,
+// seeded as `lab provider` is by default.
 func (e *Env) ProviderScaled(scale float64) (*provider.Server, error) {
-	srv, err := provider.Start(provider.Options{LatencyScale: scale}, "127.0.0.1:0", "")
+	srv, err := provider.Start(provider.Options{LatencyScale: scale, Seed: provider.DefaultSeed}, "127.0.0.1:0", "")
 	if err != nil {
 		return nil, err
 	}

@@ -1,30 +1,14 @@
-// Command compare runs lesson 18's experiment in one process: quotes of
-// three suppliers against the provider lab's `tail` scenario (and boreal
-// alone at `slow`, after 100 quotes at tail), made four ways — no hedge,
-// checkpoint 18's hedge package, failsafe-go's hedge policy and budget, and
-// the checkpoint's hedge with its knobs set wrong — through one limiter of 6
-// slots, and prints for each the answer's latency percentiles next to what
-// the provider counted.
-//
-// It starts its own provider lab on a free loopback port (the same code as
-// `lab provider`, seeded with --seed), so a run needs nothing else:
-//
-//	go run ./lessons/18/compare
-//	go run ./lessons/18/compare --quotes 100 --only tail
-package main
+package demo
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -39,86 +23,102 @@ import (
 	"quoteflowlab.dev/provider"
 )
 
-// limit is the outbound limit every supplier call holds a slot of, as
+// Lesson 18's experiment: quotes of three suppliers against the provider
+// lab's tail scenario (and boreal alone at slow, after 100 quotes at tail),
+// made eleven ways — no hedge, checkpoint 18's hedge package, failsafe-go's
+// hedge policy and budget, and the checkpoint's hedge with its knobs set
+// wrong — each through one limiter of 6 slots, against a provider lab of its
+// own (the same seed), all at once. For each, the answer's latency
+// percentiles next to what the provider counted.
+
+// hedgeLimit is the outbound limit every supplier call holds a slot of, as
 // QuoteFlow's default.
-const limit = 6
+const hedgeLimit = 6
 
-var suppliers = []string{"atlas", "boreal", "cedar"}
+var hedgeSuppliers = []string{"atlas", "boreal", "cedar"}
 
-func main() {
-	quotes := flag.Int("quotes", 300, "quotes per run at tail (each 3 supplier calls)")
-	slowQuotes := flag.Int("slow-quotes", 100, "quotes per run at slow (boreal only)")
-	workers := flag.Int("concurrency", 2, "quotes in flight at once")
-	deadline := flag.Duration("deadline", 800*time.Millisecond, "one quote's deadline (QuoteFlow's default budget)")
-	seed := flag.Uint64("seed", provider.DefaultSeed, "seed of the tail scenario's draws")
-	only := flag.String("only", "", "run only the runs whose name contains this")
-	flag.Parse()
-	if *quotes < 1 || *slowQuotes < 1 || *workers < 1 || *deadline <= 0 {
-		fmt.Fprintln(os.Stderr, "compare: --quotes, --slow-quotes and --concurrency must be at least 1, --deadline positive")
-		os.Exit(2)
-	}
+const (
+	hedgeQuotes   = 300                    // quotes per run at tail (each 3 supplier calls)
+	slowQuotes    = 100                    // quotes per run at slow (boreal only)
+	hedgeWorkers  = 2                      // quotes in flight at once
+	quoteDeadline = 800 * time.Millisecond // one quote's deadline (QuoteFlow's default budget)
+)
 
-	p := provider.New(provider.Options{LatencyScale: 1, Seed: *seed})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "compare:", err)
-		os.Exit(1)
-	}
-	srv := &http.Server{Handler: p.Routes(), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	defer srv.Close()
-	base := "http://" + ln.Addr().String()
-
-	fmt.Printf("a call straggles with probability %.0f %%: a quote of 3 calls waits for one %.1f %% of the time, a 50-line basket (150 calls) %.1f %%\n\n",
-		0.02*100, (1-math.Pow(0.98, 3))*100, (1-math.Pow(0.98, 150))*100)
-
-	runs := []run{
-		{name: "no hedge", scenario: "tail", way: plain},
-		{name: "checkpoint hedge", scenario: "tail", way: checkpoint(hedge.DelayConfig{}, hedge.BudgetConfig{})},
+func hedgeCompare(ctx context.Context, e *Env, w io.Writer) error {
+	fast := 5 * time.Millisecond
+	runs := []hedgeRun{
+		{name: "no hedge", scenario: "tail", way: unhedged},
+		{name: "checkpoint hedge", scenario: "tail", way: checkpointHedge(hedge.DelayConfig{}, hedge.BudgetConfig{})},
 		{name: "failsafe-go hedge", scenario: "tail", way: failsafeWay()},
-		{name: "hedge at 5 ms", scenario: "tail", way: checkpoint(hedge.DelayConfig{Floor: 5 * time.Millisecond, Ceiling: 5 * time.Millisecond}, hedge.BudgetConfig{})},
-		{name: "hedge at 5 ms, no budget", scenario: "tail", way: checkpoint(hedge.DelayConfig{Floor: 5 * time.Millisecond, Ceiling: 5 * time.Millisecond}, unlimited)},
-		{name: "hedge at 1 s", scenario: "tail", way: checkpoint(hedge.DelayConfig{Floor: time.Second, Ceiling: time.Second}, hedge.BudgetConfig{})},
-		{name: "hedge outside the limiter", scenario: "tail", way: outside(hedge.DelayConfig{Floor: 5 * time.Millisecond, Ceiling: 5 * time.Millisecond}, unlimited)},
-		{name: "hedge without cancel", scenario: "tail", way: uncancelled(hedge.DelayConfig{}, hedge.BudgetConfig{})},
-		{name: "slow: checkpoint hedge", scenario: "slow", way: checkpoint(hedge.DelayConfig{}, hedge.BudgetConfig{})},
-		{name: "slow: no budget", scenario: "slow", way: checkpoint(hedge.DelayConfig{}, unlimited)},
+		{name: "hedge at 5 ms", scenario: "tail", way: checkpointHedge(hedge.DelayConfig{Floor: fast, Ceiling: fast}, hedge.BudgetConfig{})},
+		{name: "hedge at 5 ms, no budget", scenario: "tail", way: checkpointHedge(hedge.DelayConfig{Floor: fast, Ceiling: fast}, unlimitedBudget)},
+		{name: "hedge at 1 s", scenario: "tail", way: checkpointHedge(hedge.DelayConfig{Floor: time.Second, Ceiling: time.Second}, hedge.BudgetConfig{})},
+		{name: "hedge outside the limiter", scenario: "tail", way: outsideHedge(hedge.DelayConfig{Floor: fast, Ceiling: fast}, unlimitedBudget)},
+		{name: "hedge without cancel", scenario: "tail", way: uncancelledHedge(hedge.DelayConfig{}, hedge.BudgetConfig{})},
+		{name: "slow: checkpoint hedge", scenario: "slow", way: checkpointHedge(hedge.DelayConfig{}, hedge.BudgetConfig{})},
+		{name: "slow: no budget", scenario: "slow", way: checkpointHedge(hedge.DelayConfig{}, unlimitedBudget)},
 		{name: "slow: failsafe-go hedge", scenario: "slow", way: failsafeWay()},
 	}
-	fmt.Printf("%-26s %6s %6s %6s %6s %6s  %6s %6s %7s %6s %10s %10s %6s\n",
-		"run", "quotes", "p50", "p95", "p99", "max", "failed", "calls", "extra", "hedged", "lost_canc.", "loser_runs", "max_active")
-	for _, r := range runs {
-		if *only != "" && !strings.Contains(r.name, *only) {
-			continue
+	// Each run has a provider lab of its own (its counters, its draws from
+	// the same seed), so the runs go at once: they wait on the provider's
+	// latencies, not on the CPU.
+	provs := make([]*provider.Server, len(runs))
+	for i := range runs {
+		var err error
+		if provs[i], err = e.Provider(); err != nil {
+			return err
 		}
-		n := *quotes
-		if r.scenario == "slow" {
-			n = *slowQuotes
-		}
-		res := r.measure(p, base, n, *workers, *deadline)
-		fmt.Println(res)
 	}
-	fmt.Println("\nms of the quote's answer; calls, hedged, lost_canc. (a hedged pair's loser whose caller hung up after its sibling answered) and max_active as the provider counted them; extra = calls beyond one per supplier asked; loser_runs = the longest ms a hedged pair's loser ran on after its sibling answered, from the provider's /stats/requests")
+	results := make([]hedgeResult, len(runs))
+	var wg sync.WaitGroup
+	for i, r := range runs {
+		wg.Go(func() {
+			n := hedgeQuotes
+			if r.scenario == "slow" {
+				n = slowQuotes
+			}
+			results[i] = r.measure(ctx, provs[i].Provider, provs[i].URL, n, hedgeWorkers, quoteDeadline)
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "a call straggles with probability 2 %%: a quote of 3 calls waits for one %.1f %% of the time, a 50-line basket (150 calls) %.1f %%\n",
+		(1-math.Pow(0.98, 3))*100, (1-math.Pow(0.98, 150))*100)
+	fmt.Fprintf(w, "%d quotes a run at tail (%d at slow, boreal only, after %d at tail), %d at once, each cut at %v; one limit of %d slots a run\n",
+		hedgeQuotes, slowQuotes, hedgeWarmup, hedgeWorkers, quoteDeadline, hedgeLimit)
+	t := Table{Columns: []string{"quotes", "p50", "p95", "p99", "max", "failed", "calls", "extra%", "hedged", "lost_canc.", "loser_runs", "max_active"}}
+	for _, r := range results {
+		extra := float64(r.calls-r.asked) / float64(r.asked) * 100
+		t.Add(r.name, r.quotes, r.p50.Milliseconds(), r.p95.Milliseconds(), r.p99.Milliseconds(), r.max.Milliseconds(),
+			r.failed, r.calls, fmt.Sprintf("%.1f", extra), r.hedged, r.lost, r.after.Milliseconds(), r.maxActive)
+	}
+	t.Print(w)
+	fmt.Fprintln(w, "p50..max: ms of the quote's answer; calls, hedged, lost_canc. (a hedged pair's loser whose caller hung up")
+	fmt.Fprintln(w, "after its sibling answered) and max_active: the provider's counts; extra%: calls beyond one per supplier")
+	fmt.Fprintln(w, "asked; loser_runs: the longest ms a loser ran on after its sibling answered (the provider's request log)")
+	return nil
 }
 
-// warmup is how many quotes at tail go before a run at slow.
-const warmup = 100
+// hedgeWarmup is how many quotes at tail go before a run at slow.
+const hedgeWarmup = 100
 
-// unlimited is a budget that never runs out: the no_budget build.
-var unlimited = hedge.BudgetConfig{Ratio: 1, Cap: 1e9}
+// unlimitedBudget is a budget that never runs out: the no_budget build.
+var unlimitedBudget = hedge.BudgetConfig{Ratio: 1, Cap: 1e9}
 
-// A way makes one supplier call, hedged or not, through the limiter.
-type way func() func(ctx context.Context, lim *limiter, get getter, supplier string) error
+// A hedgeWay makes one supplier call, hedged or not, through the limiter.
+type hedgeWay func() func(ctx context.Context, lim *slotLimiter, get priceGetter, supplier string) error
 
-// getter makes one GET of a price, with the quote's request ID and attempt.
-type getter func(ctx context.Context, supplier string, attempt int) error
+// priceGetter makes one GET of a price, with the quote's request ID and attempt.
+type priceGetter func(ctx context.Context, supplier string, attempt int) error
 
-type run struct {
+type hedgeRun struct {
 	name, scenario string
-	way            way
+	way            hedgeWay
 }
 
-type result struct {
+type hedgeResult struct {
 	name                 string
 	quotes, failed       int
 	p50, p95, p99, max   time.Duration
@@ -127,17 +127,10 @@ type result struct {
 	after                time.Duration // the longest a loser ran after its sibling answered
 }
 
-func (r result) String() string {
-	extra := float64(r.calls-r.asked) / float64(r.asked) * 100
-	return fmt.Sprintf("%-26s %6d %6d %6d %6d %6d  %6d %6d %6.1f%% %6d %10d %10d %6d",
-		r.name, r.quotes, r.p50.Milliseconds(), r.p95.Milliseconds(), r.p99.Milliseconds(), r.max.Milliseconds(),
-		r.failed, r.calls, extra, r.hedged, r.lost, r.after.Milliseconds(), r.maxActive)
-}
-
-func (r run) measure(p *provider.Provider, base string, n, workers int, deadline time.Duration) result {
+func (r hedgeRun) measure(ctx context.Context, p *provider.Provider, base string, n, workers int, deadline time.Duration) hedgeResult {
 	p.Reset()
 	call := r.way()
-	lim := newLimiter(limit)
+	lim := newSlotLimiter(hedgeLimit)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	defer client.CloseIdleConnections()
 	var seq atomic.Int64
@@ -156,10 +149,10 @@ func (r run) measure(p *provider.Provider, base string, n, workers int, deadline
 						if attempt == 2 {
 							hedgedIDs.Store(id+" "+supplier, true)
 						}
-						return fetch(ctx, client, base, scenario, id, supplier, attempt)
+						return fetchPrice(ctx, client, base, scenario, id, supplier, attempt)
 					}
 					start := time.Now()
-					ctx, cancel := context.WithTimeout(context.Background(), deadline)
+					ctx, cancel := context.WithTimeout(ctx, deadline)
 					errs := make([]error, len(sups))
 					var qw sync.WaitGroup
 					for i, s := range sups {
@@ -186,15 +179,15 @@ func (r run) measure(p *provider.Provider, base string, n, workers int, deadline
 	if r.scenario == "slow" {
 		// The service was running before the supplier slowed down: the
 		// delays have learnt the fast calls' p95. Then the counters start.
-		send(warmup, "tail", suppliers)
+		send(hedgeWarmup, "tail", hedgeSuppliers)
 		p.Reset()
 		hedgedIDs.Clear()
 		lat, failed = nil, 0
 		send(n, "slow", []string{"boreal"}) // slow slows boreal only
 	} else {
-		send(n, r.scenario, suppliers)
+		send(n, r.scenario, hedgeSuppliers)
 	}
-	sups := len(suppliers)
+	sups := len(hedgeSuppliers)
 	if r.scenario == "slow" {
 		sups = 1
 	}
@@ -212,7 +205,7 @@ func (r run) measure(p *provider.Provider, base string, n, workers int, deadline
 	})
 	slices.Sort(lat)
 	q := func(f float64) time.Duration { return lat[min(len(lat)-1, int(math.Ceil(f*float64(len(lat))))-1)] }
-	return result{
+	return hedgeResult{
 		name: r.name, quotes: n, failed: failed,
 		p50: q(0.50), p95: q(0.95), p99: q(0.99), max: lat[len(lat)-1],
 		calls: st.Total, asked: int64(n * sups), hedged: st.Hedged,
@@ -254,9 +247,9 @@ func loserAfter(client *http.Client, base, id, supplier string) time.Duration {
 	return time.Duration(after * float64(time.Millisecond))
 }
 
-// fetch is one GET of a price: the same X-Request-ID for both copies, the
+// fetchPrice is one GET of a price: the same X-Request-ID for both copies, the
 // copy's number in X-Attempt.
-func fetch(ctx context.Context, client *http.Client, base, scenario, id, supplier string, attempt int) error {
+func fetchPrice(ctx context.Context, client *http.Client, base, scenario, id, supplier string, attempt int) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
 		base+"/quotes/"+supplier+"?sku=KB-001&scenario="+scenario, nil)
 	if err != nil {
@@ -278,9 +271,9 @@ func fetch(ctx context.Context, client *http.Client, base, scenario, id, supplie
 	return nil
 }
 
-// plain is a call without a hedge: one slot, one copy.
-func plain() func(ctx context.Context, lim *limiter, get getter, supplier string) error {
-	return func(ctx context.Context, lim *limiter, get getter, supplier string) error {
+// unhedged is a call without a hedge: one slot, one copy.
+func unhedged() func(ctx context.Context, lim *slotLimiter, get priceGetter, supplier string) error {
+	return func(ctx context.Context, lim *slotLimiter, get priceGetter, supplier string) error {
 		if err := lim.Acquire(ctx); err != nil {
 			return err
 		}
@@ -291,10 +284,10 @@ func plain() func(ctx context.Context, lim *limiter, get getter, supplier string
 
 // checkpoint hedges with checkpoint 18's hedge.Do: the first copy waits for
 // a slot; the hedge takes one only if it is free now, and a token.
-func checkpoint(dc hedge.DelayConfig, bc hedge.BudgetConfig) way {
-	return func() func(ctx context.Context, lim *limiter, get getter, supplier string) error {
+func checkpointHedge(dc hedge.DelayConfig, bc hedge.BudgetConfig) hedgeWay {
+	return func() func(ctx context.Context, lim *slotLimiter, get priceGetter, supplier string) error {
 		pol := &hedge.Policy{Limiter: nil, Budget: hedge.NewBudget(bc), Delays: hedge.NewDelays(dc)}
-		return func(ctx context.Context, lim *limiter, get getter, supplier string) error {
+		return func(ctx context.Context, lim *slotLimiter, get priceGetter, supplier string) error {
 			if err := lim.Acquire(ctx); err != nil {
 				return err
 			}
@@ -314,10 +307,10 @@ func checkpoint(dc hedge.DelayConfig, bc hedge.BudgetConfig) way {
 // outside is the checkpoint's hedge whose copies take no slot of the
 // limiter: the hedge_outside_limiter bug (shown with an early delay and no
 // budget, where it shows most).
-func outside(dc hedge.DelayConfig, bc hedge.BudgetConfig) way {
-	return func() func(ctx context.Context, lim *limiter, get getter, supplier string) error {
+func outsideHedge(dc hedge.DelayConfig, bc hedge.BudgetConfig) hedgeWay {
+	return func() func(ctx context.Context, lim *slotLimiter, get priceGetter, supplier string) error {
 		pol := &hedge.Policy{Limiter: noLimit{}, Budget: hedge.NewBudget(bc), Delays: hedge.NewDelays(dc)}
-		return func(ctx context.Context, lim *limiter, get getter, supplier string) error {
+		return func(ctx context.Context, lim *slotLimiter, get priceGetter, supplier string) error {
 			if err := lim.Acquire(ctx); err != nil {
 				return err
 			}
@@ -342,11 +335,11 @@ func (noLimit) Release()                                 {}
 // when its context is cancelled but leaves its request running: the loser
 // runs on at the supplier, after its slot came back (the
 // hedge_without_cancel bug).
-func uncancelled(dc hedge.DelayConfig, bc hedge.BudgetConfig) way {
-	inner := checkpoint(dc, bc)
-	return func() func(ctx context.Context, lim *limiter, get getter, supplier string) error {
+func uncancelledHedge(dc hedge.DelayConfig, bc hedge.BudgetConfig) hedgeWay {
+	inner := checkpointHedge(dc, bc)
+	return func() func(ctx context.Context, lim *slotLimiter, get priceGetter, supplier string) error {
 		call := inner()
-		return func(ctx context.Context, lim *limiter, get getter, supplier string) error {
+		return func(ctx context.Context, lim *slotLimiter, get priceGetter, supplier string) error {
 			deaf := func(ctx context.Context, supplier string, attempt int) error {
 				done := make(chan error, 1)
 				go func() { done <- get(context.WithoutCancel(ctx), supplier, attempt) }()
@@ -365,19 +358,19 @@ func uncancelled(dc hedge.DelayConfig, bc hedge.BudgetConfig) way {
 // failsafeWay hedges with failsafe-go: a hedge policy at the recent p95 of
 // each supplier, one hedge at most, paid from a budget; every copy holds a
 // slot of the same limiter (a hedge waits for none: the policy cannot ask).
-func failsafeWay() way {
-	return func() func(ctx context.Context, lim *limiter, get getter, supplier string) error {
+func failsafeWay() hedgeWay {
+	return func() func(ctx context.Context, lim *slotLimiter, get priceGetter, supplier string) error {
 		b := budget.NewBuilder().WithMaxRate(0.1).WithMinConcurrency(1).Build()
 		pols := map[string]failsafe.Executor[struct{}]{}
-		for _, s := range suppliers {
-			// CancelIf says which result ends the call and cancels the
+		for _, s := range hedgeSuppliers {
+			// CancelIf says which hedgeResult ends the call and cancels the
 			// other copy: without it, failsafe-go waits for both copies.
 			hp := hedgepolicy.NewBuilderWithDelayQuantile[struct{}](0.95, 200, 20).
 				CancelIf(func(_ struct{}, err error) bool { return err == nil }).
 				WithMaxHedges(1).WithBudget(b).Build()
 			pols[s] = failsafe.With[struct{}](hp)
 		}
-		return func(ctx context.Context, lim *limiter, get getter, supplier string) error {
+		return func(ctx context.Context, lim *slotLimiter, get priceGetter, supplier string) error {
 			_, err := pols[supplier].WithContext(ctx).GetWithExecution(func(exec failsafe.Execution[struct{}]) (struct{}, error) {
 				attempt := 1
 				if exec.IsHedge() {
@@ -399,13 +392,13 @@ func failsafeWay() way {
 
 var errNoSlot = errors.New("no free slot for a hedge")
 
-// limiter is the process's outbound limit: a semaphore whose slots are
+// slotLimiter is the process's outbound limit: a semaphore whose slots are
 // taken waiting (Acquire) or only if free now (TryAcquire, a hedge.Limiter).
-type limiter struct{ slots chan struct{} }
+type slotLimiter struct{ slots chan struct{} }
 
-func newLimiter(n int) *limiter { return &limiter{slots: make(chan struct{}, n)} }
+func newSlotLimiter(n int) *slotLimiter { return &slotLimiter{slots: make(chan struct{}, n)} }
 
-func (l *limiter) Acquire(ctx context.Context) error {
+func (l *slotLimiter) Acquire(ctx context.Context) error {
 	select {
 	case l.slots <- struct{}{}:
 		return nil
@@ -414,7 +407,7 @@ func (l *limiter) Acquire(ctx context.Context) error {
 	}
 }
 
-func (l *limiter) TryAcquire(ctx context.Context) (bool, error) {
+func (l *slotLimiter) TryAcquire(ctx context.Context) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -426,4 +419,4 @@ func (l *limiter) TryAcquire(ctx context.Context) (bool, error) {
 	}
 }
 
-func (l *limiter) Release() { <-l.slots }
+func (l *slotLimiter) Release() { <-l.slots }
