@@ -420,3 +420,129 @@ func (l *slotLimiter) TryAcquire(ctx context.Context) (bool, error) {
 }
 
 func (l *slotLimiter) Release() { <-l.slots }
+
+// tailDemo is lesson 18's bar through QuoteFlow itself: checkpoint 18 with
+// --no-hedge (checkpoint 17's calls: 17 itself refuses the tail scenario,
+// which its request validation predates), checkpoint 18 and 18's no_budget
+// mutant, each a process of its own against a provider lab of its own (the
+// default seed: the same calls straggle), 300 quotes at tail, then 100 at
+// slow, two at a time.
+func tailDemo(ctx context.Context, e *Env, w io.Writer) error {
+	cols := []struct {
+		name   string
+		mutant string
+		flags  []string
+	}{{"--no-hedge", "", []string{"--no-hedge"}}, {"checkpoint 18", "", nil}, {"no_budget", "no_budget", nil}}
+	type phase struct {
+		lat     []time.Duration
+		partial int
+		errs    int
+		st      provider.Stats
+	}
+	type outcome struct {
+		tail, slow phase
+		err        error
+	}
+	bins := make([]string, len(cols))
+	for i, c := range cols {
+		var err error
+		if bins[i], err = e.Build(ctx, 18, c.mutant); err != nil {
+			return err
+		}
+	}
+	outs := make([]outcome, len(cols))
+	var wg sync.WaitGroup
+	for i := range cols {
+		prov, err := e.Provider()
+		if err != nil {
+			return err
+		}
+		qf, err := e.Quoteflow(ctx, bins[i], prov.URL, cols[i].flags...)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(e.Log, qf.First)
+		wg.Go(func() {
+			send := func(n int, scenario string) phase {
+				var ph phase
+				var mu sync.Mutex
+				next := make(chan struct{})
+				var ws sync.WaitGroup
+				for range hedgeWorkers {
+					ws.Go(func() {
+						for range next {
+							q, status, took, err := postQuote(ctx, qf.URL, scenario)
+							mu.Lock()
+							switch {
+							case err != nil || status != http.StatusOK:
+								ph.errs++
+							case len(q.Failures) > 0:
+								ph.partial++
+							}
+							ph.lat = append(ph.lat, took)
+							mu.Unlock()
+						}
+					})
+				}
+				for range n {
+					next <- struct{}{}
+				}
+				close(next)
+				ws.Wait()
+				// The losers' handlers end as their connections close.
+				for end := time.Now().Add(3 * time.Second); prov.Provider.Snapshot().Active > 0 && time.Now().Before(end); {
+					time.Sleep(10 * time.Millisecond)
+				}
+				ph.st = prov.Provider.Snapshot()
+				slices.Sort(ph.lat)
+				return ph
+			}
+			outs[i].tail = send(hedgeQuotes, "tail")
+			prov.Provider.Reset()
+			outs[i].slow = send(slowQuotes, "slow")
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	q := func(lat []time.Duration, f float64) int64 {
+		return lat[min(len(lat)-1, int(math.Ceil(f*float64(len(lat))))-1)].Milliseconds()
+	}
+	fmt.Fprintf(w, "checkpoint 18's QuoteFlow three ways (--no-hedge: as checkpoint 17 calls), a provider lab each (seed %d):\n", provider.DefaultSeed)
+	fmt.Fprintf(w, "%d quotes at tail, then %d at slow (boreal answers after 1.5 s, past the 0.8 s budget), %d at a time;\n", hedgeQuotes, slowQuotes, hedgeWorkers)
+	fmt.Fprintf(w, "one limit of %d slots a process\n", hedgeLimit)
+	t := Table{}
+	for _, c := range cols {
+		t.Columns = append(t.Columns, c.name)
+	}
+	row := func(label string, f func(o outcome) any) {
+		vals := make([]any, len(outs))
+		for i, o := range outs {
+			vals[i] = f(o)
+		}
+		t.Add(label, vals...)
+	}
+	first := int64(hedgeQuotes * len(hedgeSuppliers))
+	row("tail: p50 (ms)", func(o outcome) any { return q(o.tail.lat, 0.50) })
+	row("tail: p95 (ms)", func(o outcome) any { return q(o.tail.lat, 0.95) })
+	row("tail: p99 (ms)", func(o outcome) any { return q(o.tail.lat, 0.99) })
+	row("tail: max (ms)", func(o outcome) any { return o.tail.lat[len(o.tail.lat)-1].Milliseconds() })
+	row("tail: partial quotes", func(o outcome) any { return o.tail.partial })
+	row("tail: quotes not answered 200", func(o outcome) any { return o.tail.errs })
+	row("tail: supplier calls", func(o outcome) any { return o.tail.st.Total })
+	row("tail: extra calls %", func(o outcome) any { return fmt.Sprintf("%.1f", float64(o.tail.st.Total-first)/float64(first)*100) })
+	row("tail: hedged", func(o outcome) any { return o.tail.st.Hedged })
+	row("tail: lost_cancelled", func(o outcome) any { return o.tail.st.LostCancelled })
+	row("tail: max_active", func(o outcome) any { return o.tail.st.MaxActive })
+	slowFirst := int64(slowQuotes * len(hedgeSuppliers))
+	row("slow: supplier calls", func(o outcome) any { return o.slow.st.Total })
+	row("slow: extra calls", func(o outcome) any { return o.slow.st.Total - slowFirst })
+	row("slow: boreal calls", func(o outcome) any { return o.slow.st.PerSupplier.Boreal })
+	row("slow: max_active", func(o outcome) any { return o.slow.st.MaxActive })
+	t.Print(w)
+	fmt.Fprintf(w, "latencies: the quote's answer as the client saw it; calls, hedged, lost_cancelled, max_active: the provider's\n")
+	fmt.Fprintf(w, "counts; extra: calls beyond one per supplier a quote asks (%d at tail, %d at slow); the budget allows\n", first, slowFirst)
+	fmt.Fprintf(w, "at slow 10 %% of the first calls plus its cap of 10: %d extra calls\n", slowFirst/10+10)
+	return nil
+}
