@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -273,6 +274,38 @@ func TestCheck(t *testing.T) {
 		r = toyCheck(t, root, grade.Request{Answer: "answers/lenient", Monitor: busy{}})
 		if p := property(t, r, "one_rejected"); r.Verdict != report.Failed || p.Status != report.Missed {
 			t.Fatalf("a weak answer on a busy machine: verdict %s, one_rejected %s; want failed, missed", r.Verdict, p.Status)
+		}
+		// A bonus mutant missed while the machine was busy is run again, as
+		// a required one is: the score does not depend on the load either.
+		// This answer looks for quantity 101 only on its second run on the
+		// same build (it tells builds apart by the selector's value, as an
+		// answer may: it learns nothing from it).
+		seen := t.TempDir()
+		write(t, filepath.Join(root, "answers/second_look/main.go"), strings.Replace(strings.Replace(refAnswer,
+			`"time"; `, `"time"; "path/filepath"; "strings"; `, 1),
+			`	fmt.Println("E12 passed: 0 rejected, 1 accepted")`,
+			`	key := "reference"
+	for _, kv := range os.Environ() {
+		if _, v, _ := strings.Cut(kv, "="); len(v) == 20 && strings.Trim(v, "0123456789abcdef") == "" {
+			key = v
+		}
+	}
+	mark := filepath.Join(`+strconv.Quote(seen)+`, key)
+	if _, err := os.Stat(mark); err != nil {
+		os.WriteFile(mark, nil, 0o644) // the first run on this build: quantity 101 is not looked at
+	} else if quoteflow.Valid(101) {
+		fmt.Println("E12 failed: quantity 101 accepted"); os.Exit(1)
+	}
+	fmt.Println("E12 passed: 0 rejected, 1 accepted")`, 1))
+		r = toyCheck(t, root, grade.Request{Answer: "answers/second_look", Monitor: busy{}})
+		if p := property(t, r, "no_upper"); r.Verdict != report.Passed || p.Status != report.Caught {
+			t.Fatalf("a bonus mutant caught on its second run on a busy machine: verdict %s, no_upper %s; want passed, caught\n%q", r.Verdict, p.Status, r.Notes)
+		}
+		os.RemoveAll(seen)
+		os.Mkdir(seen, 0o755)
+		r = toyCheck(t, root, grade.Request{Answer: "answers/second_look", Monitor: quiet{}})
+		if p := property(t, r, "no_upper"); p.Status != report.Missed {
+			t.Fatalf("on a quiet machine nothing runs twice: no_upper %s, want missed", p.Status)
 		}
 		r = toyCheck(t, root, grade.Request{Answer: "answers/hang", Monitor: busy{}, Timeout: 300 * time.Millisecond})
 		if r.Verdict != report.Failed || r.Reference.Status != report.TimedOut {
