@@ -134,14 +134,14 @@ func (p *Provider) nextEvent(c *streamCursor, now time.Time) []byte {
 	}
 	st := c.st
 	ev.Attempts, c.rev = st.feed.since(c.rev, now, ev.Attempts[:0])
-	ev.Active = PerSupplier{p.supplierActive[0].Load(), p.supplierActive[1].Load(), p.supplierActive[2].Load()}
-	peak := func(i int, active int64) int64 {
-		if pk := st.supplierPeak[i].Load(); pk >= active {
-			return pk
-		}
-		return p.flights.live(active, i) // a request between its two updates
+	// Not the calls whose client has hung up (see flights), as /stats.
+	active := func(i int) int64 { return p.flights.live(p.supplierActive[i].Load(), i) }
+	ev.Active = PerSupplier{active(0), active(1), active(2)}
+	ev.Peak = PerSupplier{ // at least active: a request between its two updates
+		max(st.supplierPeak[0].Load(), ev.Active.Atlas),
+		max(st.supplierPeak[1].Load(), ev.Active.Boreal),
+		max(st.supplierPeak[2].Load(), ev.Active.Cedar),
 	}
-	ev.Peak = PerSupplier{peak(0, ev.Active.Atlas), peak(1, ev.Active.Boreal), peak(2, ev.Active.Cedar)}
 	ev.Stats = p.Snapshot()
 	return mustJSON(ev)
 }
