@@ -34,8 +34,8 @@ var All = []Demo{
 	{17, "cost-quota", "quotes of quantity 2 and 40 at costlimited over three processes: a quota of calls vs of cost", costQuota},
 	{17, "streams-claim", "a process killed holding queued jobs; another claims them after the visibility timeout", streamsClaim},
 	{17, "redis-outage", "one process on Redis, Redis killed and started again empty: fail closed, then recover", redisOutage},
-	{18, "tail", "300 quotes at tail then 100 at slow through QuoteFlow: --no-hedge, checkpoint 18, its no_budget mutant", tailDemo},
 	{18, "hedge", "300 quotes at tail and 100 at slow, eleven ways: no hedge, the checkpoint's, failsafe-go's, the knobs set wrong", hedgeCompare},
+	{18, "tail", "300 quotes at tail then 100 at slow through QuoteFlow: --no-hedge, checkpoint 18, its no_budget mutant", tailDemo},
 }
 
 // Find returns lesson's demos, or only the one named.
