@@ -135,8 +135,7 @@ func (p *Provider) nextEvent(c *streamCursor, now time.Time) []byte {
 	st := c.st
 	ev.Attempts, c.rev = st.feed.since(c.rev, now, ev.Attempts[:0])
 	// Not the calls whose client has hung up (see flights), as /stats.
-	active := func(i int) int64 { return p.flights.live(p.supplierActive[i].Load(), i) }
-	ev.Active = PerSupplier{active(0), active(1), active(2)}
+	ev.Active = PerSupplier{p.flights.live(0), p.flights.live(1), p.flights.live(2)}
 	ev.Peak = PerSupplier{ // at least active: a request between its two updates
 		max(st.supplierPeak[0].Load(), ev.Active.Atlas),
 		max(st.supplierPeak[1].Load(), ev.Active.Boreal),

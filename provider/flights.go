@@ -4,11 +4,13 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 )
 
 // flights are the requests in progress, each with the connection it came
-// on, so that a new peak (max_active, a supplier's peak) leaves out the
-// requests whose client has already hung up.
+// on, so that the gauges (active, a supplier's active) and the peaks
+// (max_active, a supplier's peak) leave out the requests whose client has
+// already hung up.
 //
 // Why: a client that cancels a call closes its connection and may send its
 // next call at once (a hedge's loser is cancelled, its slot comes back, a
@@ -19,6 +21,10 @@ import (
 // calls open than its limit. The closing FIN reaches the socket before the
 // next call's bytes can (the client closes, then sends), so a peek at the
 // socket tells a call whose client is gone from a running one.
+//
+// A gauge moves under the same lock as the table, so the table holds
+// exactly the requests the gauges count: a request counted is always one
+// live can look at.
 type flights struct {
 	mu sync.Mutex
 	m  map[*http.Request]*flight
@@ -29,40 +35,56 @@ type flight struct {
 	supplier int      // -1 until a supplier handler says which
 }
 
-// add registers r; the returned func removes it.
-func (f *flights) add(r *http.Request) func() {
+// add registers r and raises gauge with it; it returns the gauge's new
+// value and the func that takes both back.
+func (f *flights) add(r *http.Request, gauge *atomic.Int64) (int64, func()) {
 	c, _ := r.Context().Value(connKey{}).(net.Conn)
 	f.mu.Lock()
 	if f.m == nil {
 		f.m = map[*http.Request]*flight{}
 	}
 	f.m[r] = &flight{conn: c, supplier: -1}
+	n := gauge.Add(1)
 	f.mu.Unlock()
-	return func() {
+	return n, func() {
 		f.mu.Lock()
 		delete(f.m, r)
+		gauge.Add(-1)
 		f.mu.Unlock()
 	}
 }
 
-// setSupplier records that r is a call to supplier s.
-func (f *flights) setSupplier(r *http.Request, s int) {
+// setSupplier records that r is a call to supplier s and raises gauge (that
+// supplier's) with it; it returns the gauge's new value and the func that
+// takes both back.
+func (f *flights) setSupplier(r *http.Request, s int, gauge *atomic.Int64) (int64, func()) {
 	f.mu.Lock()
-	if fl := f.m[r]; fl != nil {
+	fl := f.m[r]
+	if fl != nil {
 		fl.supplier = s
 	}
+	n := gauge.Add(1)
 	f.mu.Unlock()
+	return n, func() {
+		f.mu.Lock()
+		if fl != nil {
+			fl.supplier = -1
+		}
+		gauge.Add(-1)
+		f.mu.Unlock()
+	}
 }
 
-// live returns n, a count of running requests (of supplier s, or of all
-// when s < 0), less those whose client has closed its connection.
-func (f *flights) live(n int64, s int) int64 {
+// live counts the running requests (of supplier s, or all when s < 0)
+// whose client has not closed its connection.
+func (f *flights) live(s int) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	var n int64
 	for _, fl := range f.m {
-		if (s < 0 || fl.supplier == s) && fl.conn != nil && hungUp(fl.conn) {
-			n--
+		if (s < 0 || fl.supplier == s) && (fl.conn == nil || !hungUp(fl.conn)) {
+			n++
 		}
 	}
-	return max(n, 0)
+	return n
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -37,30 +38,35 @@ func TestFlightsLeaveOutAClientThatHungUp(t *testing.T) {
 		return c, s
 	}
 	var f flights
+	var active, atBoreal atomic.Int64
 	request := func(server net.Conn) *http.Request {
 		r, _ := http.NewRequest("GET", "/", nil)
 		return r.WithContext(ConnContext(context.Background(), server))
 	}
 	c1, s1 := pair()
 	_, s2 := pair()
-	done1 := f.add(request(s1))
+	_, done1 := f.add(request(s1), &active)
 	r2 := request(s2)
-	done2 := f.add(r2)
-	f.setSupplier(r2, 1)
+	n, done2 := f.add(r2, &active)
 	defer done2()
-	if got := f.live(2, -1); got != 2 {
+	if n != 2 {
+		t.Fatalf("the gauge after two requests: %d, want 2", n)
+	}
+	_, undo := f.setSupplier(r2, 1, &atBoreal)
+	defer undo()
+	if got := f.live(-1); got != 2 {
 		t.Fatalf("two requests whose clients are there: live %d, want 2", got)
 	}
 	c1.Close()
-	if got := f.live(2, -1); got != 1 {
+	if got := f.live(-1); got != 1 {
 		t.Errorf("right after one client closed its connection: live %d, want 1", got)
 	}
-	if got := f.live(1, 1); got != 1 {
+	if got := f.live(1); got != 1 {
 		t.Errorf("supplier 1's request, its client there: live %d, want 1", got)
 	}
 	done1()
-	if got := f.live(1, -1); got != 1 {
-		t.Errorf("after the gone request ended: live %d, want 1", got)
+	if got, a := f.live(-1), active.Load(); got != 1 || a != 1 {
+		t.Errorf("after the gone request ended: live %d, gauge %d, want 1 and 1", got, a)
 	}
 }
 

@@ -27,13 +27,10 @@ func (p *Provider) quote(st *state, w http.ResponseWriter, r *http.Request) (int
 		return c.fail(http.StatusNotFound, "unknown_supplier", fmt.Sprintf("no supplier %s (have atlas, boreal, cedar)", quoted(name))), nil
 	}
 	st.perSupplier[c.supplier].Add(1)
-	inFlight := &p.supplierActive[c.supplier]
-	n := inFlight.Add(1)
-	defer inFlight.Add(-1)
-	p.flights.setSupplier(r, c.supplier)
-	defer p.flights.setSupplier(r, -1) // before the gauge comes down
+	n, done := p.flights.setSupplier(r, c.supplier, &p.supplierActive[c.supplier])
+	defer done()
 	if n > st.supplierPeak[c.supplier].Load() {
-		n = p.flights.live(n, c.supplier)
+		n = p.flights.live(c.supplier)
 	}
 	raiseMax(&st.supplierPeak[c.supplier], n)
 	id, err := requestID(r.Header)

@@ -32,13 +32,12 @@ func (p *Provider) counted(h workHandler) http.HandlerFunc {
 
 // count runs h between the counter updates.
 func (p *Provider) count(h workHandler, w http.ResponseWriter, r *http.Request) (int, net.Conn) {
-	active := p.active.Add(1)
-	defer p.active.Add(-1)
-	defer p.flights.add(r)() // every request in flights is counted in active
-	st := p.state.Load()     // after raising active: see Reset
+	active, done := p.flights.add(r, &p.active)
+	defer done()
+	st := p.state.Load() // after raising active: see Reset
 	st.total.Add(1)
 	if active > st.maxActive.Load() {
-		active = p.flights.live(active, -1) // a new peak: not the calls whose client has gone
+		active = p.flights.live(-1) // a new peak: not the calls whose client has gone
 	}
 	raiseMax(&st.maxActive, active)
 	status, cut := h(st, w, r)
@@ -164,7 +163,7 @@ type TrackedKeys struct {
 func (p *Provider) Snapshot() Stats {
 	// The gauge as a client sees it: not the handlers whose client has
 	// hung up and that have not noticed yet (see flights).
-	active := p.flights.live(p.active.Load(), -1)
+	active := p.flights.live(-1)
 	st := p.state.Load()
 	out := Stats{PerStatus: map[string]int64{}}
 	out.Resets = st.resets.Load()
