@@ -81,7 +81,7 @@ const (
 	Skipped     = "skipped"      // measured: cannot be checked on this system; not held against the answer
 	ToDo        = "to_do"        // measured: not met by an answer that is not started yet
 	BuildFailed = "build_failed" // reference run: the answer does not compile
-	Busy        = "inconclusive" // failed twice while the machine was too busy to judge timing
+	Busy        = "inconclusive" // went wrong while the machine was too busy to judge timing (on both tries, or both rounds)
 )
 
 // Report is the result of checking one answer.

@@ -123,17 +123,31 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 	vctx, stopVariants := context.WithCancel(ctx)
 	defer stopVariants()
 	refDone := make(chan struct{})
+	var ref judged
 	go func() {
 		defer close(refDone)
-		r.Reference = c.reference(ctx, b)
-		if r.Reference.Status != report.Pass {
+		if !b.mainRes.OK() {
+			return
+		}
+		ref = c.judge(ctx, "the correct checkpoint", b.main, b.referenceEnv(), true)
+		if !ref.good && !ref.look {
 			stopVariants()
 		}
 	}()
+	var js []judged
 	if b.mainRes.OK() {
-		c.variants(vctx, b, vs)
+		js = c.variants(vctx, b, vs)
 	}
 	<-refDone
+	if b.mainRes.OK() {
+		ref = c.secondRound(vctx, b, vs, ref, js)
+	}
+	r.Reference = c.referenceRun(b, ref)
+	for i, v := range vs {
+		if i < len(js) && js[i].ran {
+			setProp(&r.Properties[i], v, js[i], c.o.Timeout)
+		}
+	}
 	if r.Reference.Status != report.Pass {
 		for i, v := range vs {
 			r.Properties[i] = report.Prop{Name: v.Name, Kind: v.Kind, Story: v.Story, Required: v.Required, Status: report.NotRun}
@@ -283,16 +297,19 @@ func (c *checker) overlay(b *builds, name string, files map[string]string) (stri
 	return variant.WriteOverlayFile(filepath.Join(b.dir, "overlay-"+name), ov)
 }
 
-// reference runs the answer on the correct checkpoint.
-func (c *checker) reference(ctx context.Context, b *builds) *report.Run {
+// referenceEnv selects the correct checkpoint in the main build.
+func (b *builds) referenceEnv() string {
+	if b.schema == nil {
+		return ""
+	}
+	return b.schema.Reference()
+}
+
+// referenceRun reports the answer's runs on the correct checkpoint.
+func (c *checker) referenceRun(b *builds, res judged) *report.Run {
 	if !b.mainRes.OK() {
 		return &report.Run{Status: report.BuildFailed, ExitCode: b.mainRes.ExitCode, Output: buildOutput(b.mainRes), ElapsedMS: b.mainRes.Elapsed.Milliseconds()}
 	}
-	env := ""
-	if b.schema != nil {
-		env = b.schema.Reference()
-	}
-	res := c.judge(ctx, "the correct checkpoint", b.main, env, true)
 	run := &report.Run{ExitCode: res.last.ExitCode, Output: res.last.Output, ElapsedMS: res.last.Elapsed.Milliseconds(), PassRate: res.rate}
 	switch {
 	case res.flaky:
@@ -314,8 +331,9 @@ func (c *checker) reference(ctx context.Context, b *builds) *report.Run {
 	return run
 }
 
-// variants runs the answer on each mutant and wheat.
-func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant) {
+// variants runs the answer on each mutant and wheat once (a round) and
+// returns what it did on each; what does not build is reported here.
+func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant) []judged {
 	began := time.Now()
 	c.buildOwn(ctx, b, vs)
 	c.r.BuildMS += time.Since(began).Milliseconds()
@@ -328,6 +346,7 @@ func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant)
 	// The runs start in a new random order each check: in a fixed one, an
 	// answer whose runs note when they start (in a file they share) could
 	// tell the later ones apart.
+	js := make([]judged, len(vs))
 	order := mathrand.Perm(len(vs))
 	for _, i := range order {
 		v := vs[i]
@@ -335,18 +354,10 @@ func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant)
 			break
 		}
 		p := &c.r.Properties[i]
-		bin, env := b.main, ""
-		if _, own := b.own[v.Name]; own {
-			if msg, bad := b.ownErr[v.Name]; bad {
-				p.Status, p.Detail = report.NotViable, "this "+string(v.Kind)+" does not build (a course bug, not your miss):\n"+msg
-				continue
-			}
-			bin = b.own[v.Name]
-			if b.schema != nil {
-				env = b.schema.Decoy(v.Name) // the same shape as every other run's
-			}
-		} else {
-			env = b.schema.Select(v.Name)
+		bin, env, msg := b.target(v)
+		if msg != "" {
+			p.Status, p.Detail = report.NotViable, "this "+string(v.Kind)+" does not build (a course bug, not your miss):\n"+msg
+			continue
 		}
 		waitFrom := time.Now()
 		sem <- struct{}{}
@@ -358,13 +369,113 @@ func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant)
 		wg.Go(func() {
 			defer func() { <-sem }()
 			began := time.Now()
-			wantPass := v.Kind == report.Wheat
-			res := c.judge(ctx, string(v.Kind)+" "+v.Name, bin, env, wantPass)
-			setProp(p, v, res, c.o.Timeout)
+			js[i] = c.judge(ctx, string(v.Kind)+" "+v.Name, bin, env, v.Kind == report.Wheat)
 			p.ElapsedMS = time.Since(began).Milliseconds()
 		})
 	}
 	wg.Wait()
+	return js
+}
+
+// target is the binary and the environment that run v, or why v has none.
+func (b *builds) target(v variant.Variant) (bin, env, notViable string) {
+	if _, own := b.own[v.Name]; own {
+		if msg, bad := b.ownErr[v.Name]; bad {
+			return "", "", msg
+		}
+		if b.schema != nil {
+			env = b.schema.Decoy(v.Name) // the same shape as every other run's
+		}
+		return b.own[v.Name], env, ""
+	}
+	return b.main, b.schema.Select(v.Name), ""
+}
+
+// secondRound runs every build again — the correct checkpoint, each mutant
+// and each wheat, all at once in a new random order — when a run of the
+// first round went wrong while the machine was busy, and the second round
+// decides. Running only the builds that went wrong would tell the answer
+// which they are (a build it sees twice): an answer that fails every build
+// it sees once and passes the second time would then pass the correct
+// checkpoint and the wheats and "catch" every mutant, and one that does the
+// reverse would catch every mutant it let through. In a full round every
+// build is one it has seen once. A build that goes wrong again while the
+// machine is busy is inconclusive, unless a correct build failed word for
+// word as in the first round: then the failure is the answer's.
+func (c *checker) secondRound(ctx context.Context, b *builds, vs []variant.Variant, ref judged, js []judged) judged {
+	var why *runner.Result // a run that went wrong while the machine was busy
+	if ref.look {
+		why = &ref.last
+	}
+	for i := range js {
+		if js[i].look && why == nil {
+			why = &js[i].last
+		}
+	}
+	if why == nil || ctx.Err() != nil {
+		return ref
+	}
+	c.note("runs went wrong while the machine was busy (" + describe(c.mon.Since(0), *why) + "): the correct checkpoint and every mutant and wheat were run again, in a new order, and that second round decides.")
+	type build struct {
+		i        int // index in vs; -1: the correct checkpoint
+		bin, env string
+	}
+	builds := []build{{-1, b.main, b.referenceEnv()}}
+	for i, v := range vs {
+		if i < len(js) && js[i].ran {
+			bin, env, _ := b.target(v)
+			builds = append(builds, build{i, bin, env})
+		}
+	}
+	mathrand.Shuffle(len(builds), func(x, y int) { builds[x], builds[y] = builds[y], builds[x] })
+	second := make([]judged, len(builds))
+	sem := make(chan struct{}, runsAtOnce)
+	var wg sync.WaitGroup
+	for k, bd := range builds {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			what, wantPass := "the correct checkpoint", true
+			if bd.i >= 0 {
+				what, wantPass = string(vs[bd.i].Kind)+" "+vs[bd.i].Name, vs[bd.i].Kind == report.Wheat
+			}
+			second[k] = c.judge(ctx, what+" (second round)", bd.bin, bd.env, wantPass)
+		})
+	}
+	wg.Wait()
+	for k, bd := range builds {
+		if bd.i < 0 {
+			ref = c.settle(ref, second[k], true, "the correct checkpoint")
+		} else {
+			v := vs[bd.i]
+			js[bd.i] = c.settle(js[bd.i], second[k], v.Kind == report.Wheat, string(v.Kind)+" "+v.Name)
+		}
+	}
+	return ref
+}
+
+// settle is a build's outcome from its second round (last), given its
+// first (first). A mutant let through in the second round stays missed:
+// load slows a program down, it does not make a test pass. A correct build
+// that went wrong in the second round while the machine was busy is
+// inconclusive, unless it failed word for word as in the first round: load
+// changes when things happen, not what a wrong status or code says.
+func (c *checker) settle(first, last judged, wantPass bool, what string) judged {
+	if !last.look || !wantPass {
+		return last
+	}
+	m := c.mon.Since(0)
+	switch {
+	case first.look && sameFailure(first.last, last.last):
+		c.note(fmt.Sprintf("%s: went wrong twice in the same way while the machine was busy (%s); a failure that repeats word for word is the answer's, not the machine's.", what, describe(m, last.last)))
+	case first.look:
+		last.busy = true
+		c.note(fmt.Sprintf("%s: went wrong twice while the machine was too busy to judge timing (%s).", what, describe(m, last.last)))
+	default:
+		last.busy = true
+		c.note(fmt.Sprintf("%s: went right, then wrong in the second round while the machine was too busy to judge timing (%s).", what, describe(m, last.last)))
+	}
+	return last
 }
 
 // runsAtOnce is how many mutant and wheat runs share the machine with the
@@ -474,18 +585,18 @@ func (c *checker) overlayWith(b *builds, dir string, v variant.Variant) (string,
 // judged is the outcome of running one build, with re-runs.
 type judged struct {
 	good  bool // the answer did what it must on this build
-	busy  bool // it did not, and the machine was too busy both times to say so
+	busy  bool // it did not, and the machine was too busy to say so
+	look  bool // a run went wrong while the machine was busy: a second round decides
+	ran   bool // the build was run (not stopped, not unviable)
 	flaky bool // with --repeat: runs of the same build disagreed
 	rate  string
 	last  runner.Result // a run to show: the first one that went wrong, else the last
 }
 
-// judge runs bin (with env) Repeat times. A run that goes wrong while the
-// machine is busy is run once more, a bonus mutant's too (the score should
-// not depend on the load either); when a build that must pass goes wrong
-// again, the outcome is busy, not bad.
-// A run killed at the timeout is never explained by load: the timeout is
-// a hundred times what an answer needs.
+// judge runs bin (with env) Repeat times: one round of one build. look
+// says a run went wrong while the machine was busy (not by a timeout: the
+// timeout is a hundred times what an answer needs), so the check runs a
+// second round (see secondRound).
 func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass bool) judged {
 	good := func(res runner.Result) bool {
 		if wantPass {
@@ -493,31 +604,14 @@ func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass boo
 		}
 		return res.Err == nil && !res.TimedOut && res.ExitCode != 0
 	}
-	var j judged
+	j := judged{ran: true}
 	passes, goods := 0, 0
 	var bad *runner.Result
 	for range c.o.Repeat {
 		res, busy := c.run(ctx, what, bin, env)
 		todo := strings.Contains(res.Output, "TODO") // a starter: not a matter of timing
 		if !good(res) && busy && !res.TimedOut && !todo && ctx.Err() == nil {
-			again, busyAgain := c.run(ctx, what+" (again)", bin, env)
-			m := c.mon.Since(0)
-			if good(again) {
-				c.note(fmt.Sprintf("%s: the first run went wrong while the machine was busy (%s); it was run again and went right.", what, describe(m, res)))
-				res = again
-			} else if wantPass && busyAgain && sameFailure(res, again) {
-				// The same failure twice on the same build: load changes
-				// when things happen, not what a wrong status or code says.
-				c.note(fmt.Sprintf("%s: went wrong twice in the same way while the machine was busy (%s); a failure that repeats word for word is the answer's, not the machine's.", what, describe(m, again)))
-				res = again
-			} else if wantPass && busyAgain {
-				// A correct build failed twice, differently, held back both
-				// times: that says nothing about the answer.
-				j.busy = true
-				c.note(fmt.Sprintf("%s: went wrong twice while the machine was too busy to judge timing (%s).", what, describe(m, again)))
-			}
-			// A mutant the answer let through twice stays missed: load
-			// slows a program down, it does not make a test pass.
+			j.look = true
 		}
 		if res.OK() {
 			passes++
@@ -535,7 +629,7 @@ func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass boo
 	j.good = goods == c.o.Repeat
 	j.flaky = goods > 0 && goods < c.o.Repeat
 	if j.good || j.flaky {
-		j.busy = false
+		j.look = false
 	}
 	if c.o.Repeat > 1 {
 		j.rate = fmt.Sprintf("%d/%d", passes, c.o.Repeat)
@@ -749,7 +843,7 @@ func (c *checker) decide() {
 		r.Next = "order events with signals (channels, a WaitGroup), not sleeps, then run `" + again + " --repeat 5` again"
 	case ref.Status == report.Busy:
 		r.Verdict = report.Inconclusive
-		r.Summary = fmt.Sprintf("the answer failed twice on the correct %s while the machine was too busy for its timing to mean anything.", cp)
+		r.Summary = fmt.Sprintf("the answer failed on the correct %s in the second round while the machine was too busy for its timing to mean anything.", cp)
 		r.Next = "close what keeps the machine busy (or wait for it), then run `" + again + "` again"
 	case ref.Status != report.Pass:
 		r.Verdict = report.Failed

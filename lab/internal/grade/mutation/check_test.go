@@ -275,11 +275,11 @@ func TestCheck(t *testing.T) {
 		if p := property(t, r, "one_rejected"); r.Verdict != report.Failed || p.Status != report.Missed {
 			t.Fatalf("a weak answer on a busy machine: verdict %s, one_rejected %s; want failed, missed", r.Verdict, p.Status)
 		}
-		// A bonus mutant missed while the machine was busy is run again, as
-		// a required one is: the score does not depend on the load either.
-		// This answer looks for quantity 101 only on its second run on the
-		// same build (it tells builds apart by the selector's value, as an
-		// answer may: it learns nothing from it).
+		// A mutant missed while the machine was busy, a bonus one too, is
+		// judged again in a second round: the score does not depend on the
+		// load either. This answer looks for quantity 101 only on its second
+		// run on the same build (it tells builds apart by the selector's
+		// value, as an answer may).
 		seen := t.TempDir()
 		write(t, filepath.Join(root, "answers/second_look/main.go"), strings.Replace(strings.Replace(refAnswer,
 			`"time"; `, `"time"; "path/filepath"; "strings"; `, 1),
@@ -306,6 +306,38 @@ func TestCheck(t *testing.T) {
 		r = toyCheck(t, root, grade.Request{Answer: "answers/second_look", Monitor: quiet{}})
 		if p := property(t, r, "no_upper"); p.Status != report.Missed {
 			t.Fatalf("on a quiet machine nothing runs twice: no_upper %s, want missed", p.Status)
+		}
+		// Cheats that tell a second sighting of a build from a first, and
+		// test nothing: the second round is every build again, so neither
+		// passes (each did, when only the builds that went wrong ran again).
+		for _, cheat := range []struct{ name, first, second string }{
+			{"fails_when_seen_again", "0", "1"},
+			{"passes_when_seen_again", "1", "0"},
+		} {
+			seen := t.TempDir()
+			write(t, filepath.Join(root, "answers", cheat.name, "main.go"), `package main
+
+import ("os"; "path/filepath"; "strings")
+
+func main() {
+	key := "reference"
+	for _, kv := range os.Environ() {
+		if _, v, _ := strings.Cut(kv, "="); len(v) == 20 && strings.Trim(v, "0123456789abcdef") == "" {
+			key = v
+		}
+	}
+	mark := filepath.Join(`+strconv.Quote(seen)+`, key)
+	if _, err := os.Stat(mark); err != nil {
+		os.WriteFile(mark, nil, 0o644)
+		os.Exit(`+cheat.first+`)
+	}
+	os.Exit(`+cheat.second+`)
+}
+`)
+			r = toyCheck(t, root, grade.Request{Answer: "answers/" + cheat.name, Monitor: busy{}})
+			if r.Verdict == report.Passed || r.OK {
+				t.Errorf("%s on a busy machine: verdict %s; want anything but passed\n%q", cheat.name, r.Verdict, r.Notes)
+			}
 		}
 		r = toyCheck(t, root, grade.Request{Answer: "answers/hang", Monitor: busy{}, Timeout: 300 * time.Millisecond})
 		if r.Verdict != report.Failed || r.Reference.Status != report.TimedOut {
