@@ -469,7 +469,7 @@ func cmdChecked(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("%s: kind %q, required %q", def, kind, req)
 		}
 		if !regexp.MustCompile(want).MatchString(stdout) {
-			ts.Fatalf("%s is not reported as it must be (%s)", name, want)
+			ts.Fatalf("%s is not reported as it must be (%s); the check printed:\n%s", name, want, stdout)
 		}
 	}
 	score := fmt.Sprintf("mutation score: required %d/%d, bonus %d/%d; wheats passed %d/%d", required, required, bonus, bonus, wheats, wheats)

@@ -429,7 +429,7 @@ func (c *checker) secondRound(ctx context.Context, b *builds, vs []variant.Varia
 	}
 	mathrand.Shuffle(len(builds), func(x, y int) { builds[x], builds[y] = builds[y], builds[x] })
 	second := make([]judged, len(builds))
-	sem := make(chan struct{}, runsAtOnce)
+	sem := make(chan struct{}, secondRoundAtOnce)
 	var wg sync.WaitGroup
 	for k, bd := range builds {
 		sem <- struct{}{}
@@ -487,6 +487,11 @@ func (c *checker) settle(first, last judged, wantPass bool, what string) judged 
 // 16. With ten, the E14-E18 answer and starter scripts passed 4 of 4 at
 // GOMAXPROCS=1 beside four CPU hogs.
 const runsAtOnce = 10
+
+// secondRoundAtOnce is how many runs of the second round go at once: it
+// runs because the machine was busy, so it adds less load of its own than
+// the first (a timing test that catches a mutant needs its timing).
+const secondRoundAtOnce = 4
 
 // step records where time went; runs that go at once share the record.
 func (c *checker) step(kind, what string, d time.Duration) {
