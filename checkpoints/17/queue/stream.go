@@ -193,7 +193,7 @@ func (q *Stream) put(ctx context.Context, o Owner, jobs []Job) error {
 		}
 		var notBefore int64 // none: due now
 		if !j.NotBefore.IsZero() {
-			notBefore = j.NotBefore.UnixMilli()
+			notBefore = ceilMilli(j.NotBefore)
 		}
 		args = append(args, j.ID, j.Body, notBefore)
 	}
@@ -312,10 +312,27 @@ func (q *Stream) Complete(ctx context.Context, id string) error {
 	return nil
 }
 
+// ceilMilli is t in Unix milliseconds, rounded up: a job is never due
+// before its NotBefore (Redis compares whole milliseconds).
+func ceilMilli(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.After(time.UnixMilli(ms)) {
+		ms++
+	}
+	return ms
+}
+
 // Fail records why a try failed (see Queue). A late report about a job that
 // is done or dead changes nothing.
 func (q *Stream) Fail(ctx context.Context, id, reason string, retryIn time.Duration) (bool, error) {
-	n, err := q.run(ctx, failScript, nil, id, reason, retryIn.Milliseconds()).Int64()
+	// The script adds the delay to Redis's clock, in whole milliseconds cut
+	// down: a delay is rounded up and given that millisecond back, so the
+	// job is never due before retryIn has passed.
+	var delay int64
+	if retryIn > 0 {
+		delay = (retryIn + 2*time.Millisecond - 1).Milliseconds()
+	}
+	n, err := q.run(ctx, failScript, nil, id, reason, delay).Int64()
 	if err != nil {
 		return false, wrap(err)
 	}

@@ -408,3 +408,23 @@ func TestStreamEnqueueHonoursNotBefore(t *testing.T) {
 	}
 	wantCounts(t, q, Counts{Leased: 2})
 }
+
+// Redis's clock counts whole milliseconds: a NotBefore between two of them
+// is stored as the later one, or the job would be due before it
+// (TestStreamEnqueueHonoursNotBefore failed now and then by a fraction of a
+// millisecond before this).
+func TestNotBeforeRoundsUpToTheMillisecond(t *testing.T) {
+	at := time.UnixMilli(1_700_000_000_123)
+	for _, tc := range []struct {
+		t    time.Time
+		want int64
+	}{
+		{at, 1_700_000_000_123},
+		{at.Add(time.Nanosecond), 1_700_000_000_124},
+		{at.Add(999 * time.Microsecond), 1_700_000_000_124},
+	} {
+		if got := ceilMilli(tc.t); got != tc.want {
+			t.Errorf("ceilMilli(%s) = %d, want %d", tc.t.Format(time.StampNano), got, tc.want)
+		}
+	}
+}
