@@ -244,3 +244,32 @@ func failed503(durMS float64, arrivals ...float64) []provider.PartnerLogEntry {
 	}
 	return log
 }
+
+// A tool that kept the CPUs busy itself gets none of its properties, even
+// one whose bounds its numbers happened to meet: its own threads' waits can
+// sit where no clock sees them (between reading the budget left and sending
+// the call that carries it), so a lie can look like the truth. Another
+// tool's properties are not touched, nor the tool's build.
+func TestASpinningToolGetsNoProperty(t *testing.T) {
+	g := &grader{findings: map[string]finding{
+		"build_fanout":      {ok: true},
+		"fanout_shrinking":  {ok: true, detail: "the partner received X-Budget-Ms [1099, 945, 732, 517]"},
+		"fanout_budget_cut": {detail: "call 3 read past its budget", timed: true},
+		"call_json":         {ok: true},
+	}}
+	g.spun("fanout")
+	if f := g.findings["fanout_shrinking"]; !f.ok || f.but != "" {
+		t.Errorf("fanout_shrinking failed though no run computed: %+v", f)
+	}
+	g.computed = "fanout used 344ms of CPU in a run of 563ms"
+	g.spun("fanout")
+	for _, name := range []string{"fanout_shrinking", "fanout_budget_cut"} {
+		f := g.findings[name]
+		if f.ok || f.timed || f.busy || !strings.Contains(f.but, "kept the CPUs busy itself (fanout used 344ms") {
+			t.Errorf("%s after a computed run: ok %v, timed %v, busy %v, but %q; want failed outright, saying why", name, f.ok, f.timed, f.busy, f.but)
+		}
+	}
+	if !g.findings["call_json"].ok || !g.findings["build_fanout"].ok {
+		t.Errorf("another tool's property or the build was failed: %+v", g.findings)
+	}
+}
