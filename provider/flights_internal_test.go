@@ -75,6 +75,7 @@ func TestFlightsLeaveOutAClientThatHungUp(t *testing.T) {
 // (closes its connection) and sends its next call at once. However late the
 // slow call's handler notices, max_active stays 1.
 func TestMaxActiveLeavesOutACallWhoseClientHungUp(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("hungUp cannot tell on Windows")
 	}

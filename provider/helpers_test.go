@@ -3,9 +3,12 @@ package provider_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +18,30 @@ import (
 	"quoteflowlab.dev/provider"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(wide{m}) }
+
+// testsAtOnce is how many parallel tests run at once when go test is not
+// given -parallel, per CPU. The lab's tests mostly wait out the latencies
+// they ask for (a 5 s stream timeout, 600 ms drips) and use little CPU, so
+// one per CPU, go test's default, kept the package running for seconds
+// with the CPUs idle.
+const testsAtOnce = 4
+
+// wide runs the tests with -parallel set to testsAtOnce per CPU unless the
+// command line sets it.
+type wide struct{ m *testing.M }
+
+func (w wide) Run() int {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", strconv.Itoa(testsAtOnce*runtime.GOMAXPROCS(0))); err != nil {
+			panic(err)
+		}
+	}
+	return w.m.Run()
+}
 
 // testServer is a provider served over real HTTP on a free loopback port.
 type testServer struct {

@@ -8,6 +8,7 @@ import (
 )
 
 func TestKeyTableStaysBoundedUnderAMillionDistinctKeys(t *testing.T) {
+	t.Parallel()
 	n := 1_000_000
 	if testing.Short() {
 		n = 50_000

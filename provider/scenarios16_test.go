@@ -300,6 +300,7 @@ func TestCostlimitedAdmits100UnitsOfQtyIn1sAndTellsWhenTheyFit(t *testing.T) {
 // The window holds at most costMax admissions (every cost is at least 1):
 // a flood of qty=1 requests keeps it at its bound, never growing it.
 func TestCostlimitedWindowIsBoundedUnderAFlood(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		h := provider.New(provider.Options{LatencyScale: 0}).Routes()
 		admitted := 0

@@ -64,6 +64,7 @@ func (w *statusWriter) WriteHeader(code int) {
 // browser never sent) and none resets it; then the dashboard's own reset
 // button, same-origin, still does.
 func TestAPageOnAnotherOriginCannotResetTheLab(t *testing.T) {
+	t.Parallel() // each test has a browser and a lab of its own
 	browser := findBrowser(t)
 	p := provider.New(provider.Options{})
 	var (

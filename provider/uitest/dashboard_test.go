@@ -33,6 +33,7 @@ const slowCalls = 6
 // with a gap between them, the counts match the traffic, reset empties
 // them, and a dead feed is shown as dead.
 func TestDashboardShowsWhatTheLabSees(t *testing.T) {
+	t.Parallel() // each test has a browser and a lab of its own
 	browser := findBrowser(t)
 	srv, err := provider.Start(provider.Options{LatencyScale: latencyScale}, "127.0.0.1:0", "")
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 // two bars that overlap in time, the hedge on a line of its own below the
 // first, the first marked lost.
 func TestDashboardShowsAHedgedPair(t *testing.T) {
+	t.Parallel() // each test has a browser and a lab of its own
 	browser := findBrowser(t)
 	// slow at scale 0.2: each boreal call takes 300 ms.
 	srv, err := provider.Start(provider.Options{LatencyScale: 0.2}, "127.0.0.1:0", "")
