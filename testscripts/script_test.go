@@ -232,12 +232,64 @@ func mapDirs(gomods []string) []string {
 	return dirs
 }
 
-// schemaKey is the schemata key every script's lab check cache starts with.
+// schemaKey is the schemata key a script's lab check cache starts with,
+// made for this run: the key of every script whose answers are not the
+// course's own.
 var schemaKey = func() []byte {
 	key := make([]byte, 32)
 	rand.Read(key)
 	return key
 }()
+
+// trusted matches the scripts that check only the course's own answers
+// and starters (e17_answer, e17_starter): code that does not try to learn
+// which build it runs on.
+var trusted = regexp.MustCompile(`^TestScripts/e[0-9]+_(answer|starter)$`)
+
+var (
+	keptKeyOnce sync.Once
+	keptKey     []byte
+)
+
+// keptSchemaKey is the schemata key of the trusted scripts: kept in the
+// user's cache directory from one run of the suite to the next, so that
+// each mutant schema is the same source every run and the Go build cache
+// holds it compiled (checkpoint 17's alone is 7 s of CPU; the schemata of
+// every exercise, 12 s a run). A key an answer could read would tell it
+// which build it runs on: the scripts whose answers try that (lab_check_*)
+// get this run's own key, which no file outside their state holds. Where
+// the key cannot be kept, this run's key serves.
+func keptSchemaKey() []byte {
+	keptKeyOnce.Do(func() {
+		keptKey = schemaKey
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			return
+		}
+		file := filepath.Join(dir, "quoteflowlab", "suite-schemata.key")
+		if key, err := os.ReadFile(file); err == nil && len(key) == 32 {
+			keptKey = key
+			return
+		}
+		if os.MkdirAll(filepath.Dir(file), 0o700) != nil {
+			return
+		}
+		tmp, err := os.CreateTemp(filepath.Dir(file), ".key-*")
+		if err != nil {
+			return
+		}
+		_, werr := tmp.Write(schemaKey)
+		if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), file) != nil {
+			os.Remove(tmp.Name())
+			return
+		}
+		// Two suites starting at once: the file holds one of their keys.
+		if key, err := os.ReadFile(file); err == nil && len(key) == 32 {
+			keptKey = key
+		}
+	})
+	return keptKey
+}
 
 // setup gives each script the host's Go caches, an offline module proxy, a
 // HOME of its own and $REPO.
@@ -268,13 +320,18 @@ func setup(env *testscript.Env) error {
 	env.Setenv("REPO", repo)
 	// Scripts that check with LAB_STATE_DIR=$WORK/state share one key for
 	// the mutant schemata, so the schema of a checkpoint is the same source
-	// in every script and go build compiles it once for the whole run (each
-	// script still links its own binaries in its own cache).
+	// in every script and go build compiles it once (each script still
+	// links its own binaries in its own cache); the trusted scripts' key is
+	// kept from run to run (see keptSchemaKey).
 	cache := filepath.Join(env.WorkDir, "state", "cache")
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(cache, "schemata.key"), schemaKey, 0o600); err != nil {
+	key := schemaKey
+	if t, ok := env.T().(interface{ Name() string }); ok && trusted.MatchString(t.Name()) {
+		key = keptSchemaKey()
+	}
+	if err := os.WriteFile(filepath.Join(cache, "schemata.key"), key, 0o600); err != nil {
 		return err
 	}
 	// The checkpoint_NN scripts run each checkpoint's suite; CI asks for
