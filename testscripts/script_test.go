@@ -87,7 +87,9 @@
 // from each go.sum), GOPROXY=off, GOTOOLCHAIN=local, GOWORK=off,
 // HOME=$WORK/home, REPO = the absolute path of the repository root (so
 // scripts can `cd $REPO/checkpoints/13` and `exec go test ./...`), and
-// CHECKPOINT_TEST_FLAGS (-race when the host sets LAB_CHECKPOINT_RACE=1).
+// CHECKPOINT_TEST_FLAGS (-race when the host sets LAB_CHECKPOINT_RACE=1,
+// else -vet=off) and CHECKPOINT_PARALLEL (four per CPU; one per CPU, go
+// test's default, under the race detector).
 package testscripts
 
 import (
@@ -336,11 +338,17 @@ func setup(env *testscript.Env) error {
 	}
 	// The checkpoint_NN scripts run each checkpoint's suite; CI asks for
 	// the race detector there (LAB_CHECKPOINT_RACE=1), so it runs once.
+	// Their tests mostly wait (for a real redis-server, a lease's TTL, a
+	// supplier's latency), so they run four per CPU at once, not go test's
+	// one: checkpoint 18's suite 12.5 s -> 8.9 s. Under the race detector,
+	// go test's default.
+	parallel := 4 * runtime.GOMAXPROCS(0)
 	flags := "-vet=off" // vet ran just before, in the script
 	if os.Getenv("LAB_CHECKPOINT_RACE") == "1" {
-		flags = "-race"
+		flags, parallel = "-race", runtime.GOMAXPROCS(0)
 	}
 	env.Setenv("CHECKPOINT_TEST_FLAGS", flags)
+	env.Setenv("CHECKPOINT_PARALLEL", strconv.Itoa(parallel))
 	return nil
 }
 
