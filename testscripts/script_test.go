@@ -83,8 +83,8 @@
 //	    A greedy `(?s).*` prefix takes the last match instead.
 //
 // Environment of every script: the host's GOCACHE, GOMODCACHE, GOPATH and
-// GOFLAGS (nothing downloads, nothing rebuilds the world; modules resolve
-// from each go.sum), GOPROXY=off, GOTOOLCHAIN=local, GOWORK=off,
+// GOFLAGS, plus -trimpath (nothing downloads, nothing rebuilds the world;
+// modules resolve from each go.sum; a build is the same in any clone), GOPROXY=off, GOTOOLCHAIN=local, GOWORK=off,
 // HOME=$WORK/home, REPO = the absolute path of the repository root (so
 // scripts can `cd $REPO/checkpoints/13` and `exec go test ./...`), and
 // CHECKPOINT_TEST_FLAGS (-race when the host sets LAB_CHECKPOINT_RACE=1,
@@ -310,6 +310,12 @@ func setup(env *testscript.Env) error {
 	}
 	for _, kv := range goVars {
 		k, v, _ := strings.Cut(kv, "=")
+		if k == "GOFLAGS" && !strings.Contains(v, "-trimpath") {
+			// What a script builds (a checkpoint's suite, a quoteflow
+			// binary) is then the same build in any clone: the Go build
+			// cache serves a fresh clone what another compiled.
+			v = strings.TrimSpace(v + " -trimpath")
+		}
 		env.Setenv(k, v)
 	}
 	env.Setenv("GOPROXY", "off")

@@ -225,7 +225,12 @@ func Build(ctx context.Context, dir, overlay, bin, pkg string) Result {
 	// imports go-redis and miniredis inlining is most of that compile (E17:
 	// 3.4 s of CPU with it, 2.0 s without); the answer's runs wait on
 	// sockets and timers, not on calls inlining would save.
-	args := []string{"build", "-gcflags=-l", "-ldflags=-s -w", "-o", bin}
+	//
+	// -trimpath: nothing built depends on where the course is, so the Go
+	// build cache serves a clone at another path (or a second clone) with
+	// what the first compiled: the checkpoints, the mutant schemata, the
+	// tools. Without it every package's directory is part of its cache key.
+	args := []string{"build", "-trimpath", "-gcflags=-l", "-ldflags=-s -w", "-o", bin}
 	if overlay != "" {
 		args = append(args, "-overlay", overlay)
 	}
