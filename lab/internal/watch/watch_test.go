@@ -103,10 +103,15 @@ func TestBurstIsOneSignal(t *testing.T) {
 			w := start(t, dir, poll)
 			var end time.Time
 			for attempt := 1; ; attempt++ {
+				// Each write's time is taken before it starts: the watcher
+				// cannot see a write before then, so the signal is due
+				// Quiet after the last write's start at the earliest (taken
+				// after it, a preemption between the write and the clock
+				// read made a correct watcher look early).
 				last, gap := time.Now(), time.Duration(0)
 				for i := range 20 {
-					writeFile(t, f, "package main // "+strings.Repeat("x", i)+"\n")
 					now := time.Now()
+					writeFile(t, f, "package main // "+strings.Repeat("x", i)+"\n")
 					gap, last = max(gap, now.Sub(last)), now
 					time.Sleep(2 * time.Millisecond)
 				}
