@@ -27,7 +27,10 @@ func TestLeasesExpireByRedisClock(t *testing.T) {
 		t.Fatal("a slot was free while the dead process's leases were live on Redis's clock")
 	}
 	m.SetTime(base.Add(ttl + time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	// A generous bound: the stand-in's clock stands still unless the test
+	// moves it, so waiting cannot expire a lease; six acquires took over
+	// 500 ms on a busy machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for i := range 6 {
 		if err := qs[1].Acquire(ctx); err != nil {
