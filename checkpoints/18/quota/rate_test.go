@@ -95,37 +95,50 @@ func TestRedisRateHoldsAcrossProcesses(t *testing.T) {
 }
 
 // Wait returns as soon as the rate has room, and says ErrRateLimited at
-// once when the room comes after the deadline.
+// once when the room comes after the deadline. The window is long (2 s) so
+// that a busy machine cannot use it up before the checks: every bound below
+// holds however slow the calls are.
 func TestRedisWaitHonoursTheDeadline(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
-	rate := quota.Rate{N: 5, Per: 200 * time.Millisecond}
+	const per = 2 * time.Second
+	rate := quota.Rate{N: 5, Per: per}
 	qs := processes(t, s.URL(), 2, quota.RedisConfig{Rate: rate})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	first := time.Now() // before the first admission: the window's room comes back per after it at the earliest
 	for i := range 5 {
 		if err := qs[i%2].Wait(ctx, "boreal"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancelShort()
-	start := time.Now()
-	if err := qs[0].Wait(short, "boreal"); !errors.Is(err, quota.ErrRateLimited) {
-		t.Errorf("Wait with a full window and 50 ms left = %v, want ErrRateLimited", err)
-	}
-	if took := time.Since(start); took > 40*time.Millisecond {
-		t.Errorf("ErrRateLimited came after %s, want at once", took)
+	// A deadline the room cannot come before: it comes back a window after
+	// the first admission, which was after first.
+	deadline := first.Add(per * 3 / 4)
+	if left := time.Until(deadline); left > per/4 { // the 5 calls took under half a window, as they always should
+		short, cancelShort := context.WithDeadline(ctx, deadline)
+		start := time.Now()
+		if err := qs[0].Wait(short, "boreal"); !errors.Is(err, quota.ErrRateLimited) {
+			t.Errorf("Wait with a full window and %v left = %v, want ErrRateLimited", left.Round(time.Millisecond), err)
+		}
+		// Waiting out the deadline would take left; saying so at once,
+		// a round trip.
+		if took := time.Since(start); took > per/8 {
+			t.Errorf("ErrRateLimited came after %s, want at once (not after waiting for the deadline)", took)
+		}
+		cancelShort()
+	} else {
+		t.Errorf("five calls took %s of a %s window: the machine is too slow for this test", time.Since(first), per)
 	}
 	if err := qs[1].Wait(ctx, "atlas"); err != nil {
 		t.Errorf("another supplier's rate was used up too: %v", err)
 	}
-	start = time.Now()
 	if err := qs[1].Wait(ctx, "boreal"); err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took < 100*time.Millisecond {
-		t.Errorf("the 6th call to boreal waited %s, want most of a window (it came within 200 ms of the first 5)", took)
+	// A little slack: Redis stamps the admissions with its own clock.
+	if since := time.Since(first); since < per-5*time.Millisecond {
+		t.Errorf("the 6th call to boreal came %s after the first 5 began, want a window (%s): the rate let it in early", since, per)
 	}
 }
 
