@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -164,7 +165,11 @@ func (s *Server) start(port int) error {
 			return fmt.Errorf("redis-server on %s exited: %s", addr, strings.TrimSpace(out.String()))
 		default:
 		}
-		if ping(ctx, addr) == nil {
+		// The server that answers must be this one: when another test's
+		// server holds the port (one that stopped and started again on it
+		// since freePort), this one exits unable to bind, and a PING alone
+		// would take the other for it.
+		if pid, err := serverPID(ctx, addr); err == nil && pid == cmd.Process.Pid {
 			return nil
 		}
 		select {
@@ -199,6 +204,41 @@ func ping(ctx context.Context, addr string) error {
 		return errors.New("unexpected reply " + strconv.Quote(line))
 	}
 	return nil
+}
+
+// serverPID asks the server at addr for its process ID (INFO server).
+func serverPID(ctx context.Context, addr string) (int, error) {
+	var d net.Dialer
+	dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	conn, err := d.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	if _, err := conn.Write([]byte("INFO server\r\n")); err != nil {
+		return 0, err
+	}
+	r := bufio.NewReader(conn)
+	head, err := r.ReadString('\n') // $<length>
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+	if err != nil || !strings.HasPrefix(head, "$") || n < 0 || n > 1<<20 {
+		return 0, errors.New("unexpected reply to INFO " + strconv.Quote(head))
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(body), "\r\n") {
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("INFO server without process_id")
 }
 
 // freePort asks the kernel for a free loopback port. It is free when asked,

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,8 +70,13 @@ func startRedisOn(ctx context.Context, bin, dir string, port int) (*sharedRedis,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	// The pid file says which process the server that answers must be:
+	// when another program's redis-server took the port since freePort,
+	// this one exits unable to bind, and a PING alone would take the other
+	// for it.
+	pidFile := filepath.Join(dir, fmt.Sprintf("redis-%d-%d.pid", port, time.Now().UnixNano()))
 	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--databases", strconv.Itoa(redisDatabases), "--loglevel", "warning"}
+		"--dir", dir, "--databases", strconv.Itoa(redisDatabases), "--loglevel", "warning", "--pidfile", pidFile}
 	for _, c := range []string{"SHUTDOWN", "FLUSHALL", "SWAPDB", "CONFIG", "DEBUG", "REPLICAOF", "SLAVEOF", "MODULE", "FAILOVER", "SAVE", "BGSAVE", "BGREWRITEAOF"} {
 		args = append(args, "--rename-command", c, "")
 	}
@@ -81,13 +88,14 @@ func startRedisOn(ctx context.Context, bin, dir string, port int) (*sharedRedis,
 		once.Do(func() {
 			cancel() // runner.Run kills the server's whole process group
 			<-exited
+			os.Remove(pidFile)
 		})
 	}
 	s := &sharedRedis{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), stop: stop}
 	wctx, wcancel := context.WithTimeout(ctx, redisStartWait)
 	defer wcancel()
 	for {
-		if ping(wctx, s.addr) == nil {
+		if ours(wctx, s.addr, pidFile) {
 			return s, nil
 		}
 		select {
@@ -122,28 +130,54 @@ func (s *sharedRedis) close() {
 	}
 }
 
-// ping sends PING and expects +PONG.
-func ping(ctx context.Context, addr string) error {
+// ours reports whether the server at addr is the process whose pid
+// pidFile holds.
+func ours(ctx context.Context, addr, pidFile string) bool {
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		return false // not written yet
+	}
+	want, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return false
+	}
+	pid, err := serverPID(ctx, addr)
+	return err == nil && pid == want
+}
+
+// serverPID asks the server at addr for its process ID (INFO server).
+func serverPID(ctx context.Context, addr string) (int, error) {
 	var d net.Dialer
 	dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
 	conn, err := d.DialContext(dctx, "tcp", addr)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
-		return err
+	if _, err := conn.Write([]byte("INFO server\r\n")); err != nil {
+		return 0, err
 	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
+	r := bufio.NewReader(conn)
+	head, err := r.ReadString('\n') // $<length>
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return fmt.Errorf("unexpected reply %q", line)
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+	if err != nil || !strings.HasPrefix(head, "$") || n < 0 || n > 1<<20 {
+		return 0, fmt.Errorf("unexpected reply to INFO %q", head)
 	}
-	return nil
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(body), "\r\n") {
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, fmt.Errorf("INFO server without process_id")
 }
 
 // freePort asks the kernel for a free loopback port (free when asked).
