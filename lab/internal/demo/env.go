@@ -23,6 +23,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/redisinfo"
 	"quoteflowlab.dev/lab/internal/runner"
 	"quoteflowlab.dev/lab/internal/variant"
 	"quoteflowlab.dev/provider"
@@ -274,16 +275,11 @@ func (r *Redis) Start(ctx context.Context) error {
 	r.alive = true
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", r.Addr, 100*time.Millisecond)
-		if err == nil {
-			fmt.Fprintf(c, "PING\r\n")
-			buf := make([]byte, 7)
-			c.SetReadDeadline(time.Now().Add(time.Second))
-			n, _ := io.ReadFull(c, buf)
-			c.Close()
-			if strings.HasPrefix(string(buf[:n]), "+PONG") {
-				return nil
-			}
+		// The server that answers must be the one started: when another
+		// program's server took the port since freePort, this one exits
+		// unable to bind, and the other would answer a PING.
+		if pid, err := redisinfo.PID(ctx, r.Addr); err == nil && pid == cmd.Process.Pid {
+			return nil
 		}
 		select {
 		case <-done:

@@ -1,10 +1,8 @@
 package mutation
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"quoteflowlab.dev/lab/internal/redisinfo"
 	"quoteflowlab.dev/lab/internal/runner"
 )
 
@@ -141,43 +140,8 @@ func ours(ctx context.Context, addr, pidFile string) bool {
 	if err != nil {
 		return false
 	}
-	pid, err := serverPID(ctx, addr)
+	pid, err := redisinfo.PID(ctx, addr)
 	return err == nil && pid == want
-}
-
-// serverPID asks the server at addr for its process ID (INFO server).
-func serverPID(ctx context.Context, addr string) (int, error) {
-	var d net.Dialer
-	dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	defer cancel()
-	conn, err := d.DialContext(dctx, "tcp", addr)
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	if _, err := conn.Write([]byte("INFO server\r\n")); err != nil {
-		return 0, err
-	}
-	r := bufio.NewReader(conn)
-	head, err := r.ReadString('\n') // $<length>
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
-	if err != nil || !strings.HasPrefix(head, "$") || n < 0 || n > 1<<20 {
-		return 0, fmt.Errorf("unexpected reply to INFO %q", head)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(body), "\r\n") {
-		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
-			return strconv.Atoi(v)
-		}
-	}
-	return 0, fmt.Errorf("INFO server without process_id")
 }
 
 // freePort asks the kernel for a free loopback port (free when asked).
