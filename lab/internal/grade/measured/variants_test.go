@@ -108,7 +108,7 @@ func gradeVariant(t *testing.T, root string, l course.Lesson, cache, ref string,
 	// The variant's tool (the one --only builds) is kept from one run of
 	// this test to the next: go build finds it up to date and does not
 	// link it again unless its source changed (the link is most of a
-	// build's CPU: 0.2-0.3 s a tool; 31 variants).
+	// build's CPU: 0.2-0.3 s a tool, once per variant).
 	kept, give := takeKept("E15-variant-" + v.Name)
 	defer give()
 	if err := os.MkdirAll(filepath.Dir(bins), 0o755); err != nil {
