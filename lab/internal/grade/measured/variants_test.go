@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -245,10 +246,13 @@ func takeKept(name string) (dir string, give func()) {
 	if err := os.MkdirAll(filepath.Dir(home), 0o755); err != nil {
 		return "", func() {}
 	}
-	// Taken copies left by a run that was killed: gone after a day.
-	old, _ := filepath.Glob(home + ".taken-*")
+	// Taken copies left by a run that was killed: gone a day after they
+	// were taken (the time is in the name, so one in use is never mistaken
+	// for an old one, however old its files).
+	old, _ := filepath.Glob(home + ".taken-*-*")
 	for _, o := range old {
-		if fi, err := os.Stat(o); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
+		_, at, _ := strings.Cut(strings.TrimPrefix(o, home+".taken-"), "-")
+		if ns, err := strconv.ParseInt(at, 10, 64); err == nil && time.Since(time.Unix(0, ns)) > 24*time.Hour {
 			os.RemoveAll(o)
 		}
 	}
@@ -258,8 +262,6 @@ func takeKept(name string) (dir string, give func()) {
 			return "", func() {}
 		}
 	}
-	now := time.Now()
-	os.Chtimes(mine, now, now)
 	return mine, func() {
 		if os.Rename(mine, home) != nil { // another run handed its copy back first
 			os.RemoveAll(mine)
