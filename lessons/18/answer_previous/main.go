@@ -578,11 +578,20 @@ func aKilledConsumerLosesNoJob(url, prefix string) error {
 		time.Sleep(100 * time.Millisecond)
 		d.CompensateOnce(ctx)
 	}
-	if err := <-doneC; err != nil {
+	errC := <-doneC
+	// A second call to boreal by now is a claim from a live consumer,
+	// whatever became of c's pass: d polled only 100 and 200 ms after c's
+	// call began, long before the 1 s visibility timeout. (Taken over
+	// that way, c's pass can also fail to complete the line.)
+	if n := sup.called(); n != 1 {
+		return fmt.Errorf("boreal was called %d times for one queued line while its consumer was alive and its call ran: "+
+			"another consumer claimed the job before the visibility timeout", n)
+	}
+	if errC != nil {
 		// c could not write its result (a round trip cut on a busy
 		// machine): the job comes back after the visibility timeout, and
-		// a second call is then right. Nothing to conclude about claims.
-		fmt.Fprintln(os.Stderr, "E17: note: consumer c's pass failed (", err, "); the live-consumer check is skipped this run")
+		// a second call is then right. Nothing more to conclude.
+		fmt.Fprintln(os.Stderr, "E17: note: consumer c's pass failed (", errC, "); the rest of the live-consumer check is skipped this run")
 		return nil
 	}
 	got, err := c.GetBasket(ctx, id)
@@ -591,10 +600,6 @@ func aKilledConsumerLosesNoJob(url, prefix string) error {
 	}
 	if got.Pending != 0 {
 		return fmt.Errorf("consumer c's call ended, but the line is still pending (%+v)", got.Items[0].Failures)
-	}
-	if n := sup.called(); n != 1 {
-		return fmt.Errorf("boreal was called %d times for one queued line while its consumer was alive and its call ran: "+
-			"another consumer claimed the job before the visibility timeout", n)
 	}
 	return nil
 }
