@@ -77,6 +77,14 @@
 //	    others find it in the Go build cache instead of compiling it at the
 //	    same moment (for E17 about 8 s of CPU each).
 //
+//	quoteflow NN
+//	    Builds checkpoint NN's server (go build ./cmd/quoteflow in
+//	    checkpoints/NN, GOWORK=off, with the scripts' flags) and sets
+//	    $QUOTEFLOW to the binary. Built once a run and shared by the
+//	    scripts that run it (each starts its own process); the directory
+//	    it is built into is kept from run to run in the user cache dir,
+//	    so go build finds it up to date unless the checkpoint changed.
+//
 //	grab VAR REGEXP
 //	    Sets $VAR to the first (group) of REGEXP's first match in the last
 //	    command's stdout (a basket's ID, a line's request ID); fails if none.
@@ -88,8 +96,14 @@
 // HOME=$WORK/home, REPO = the absolute path of the repository root (so
 // scripts can `cd $REPO/checkpoints/13` and `exec go test ./...`), and
 // CHECKPOINT_TEST_FLAGS (-race when the host sets LAB_CHECKPOINT_RACE=1,
-// else -vet=off) and CHECKPOINT_PARALLEL (four per CPU; one per CPU, go
-// test's default, under the race detector).
+// else -vet=off), CHECKPOINT_PARALLEL (four per CPU; one per CPU, go
+// test's default, under the race detector), CHECKPOINT_COUNT (-count=1
+// when the suite was asked for results afresh: go test -count=N, or
+// CI=true; else -timeout=10m, which lets go reuse a checkpoint's passing
+// result as it would for any package), and CHECKPOINT_TMPDIR and
+// CHECKPOINT_PATH (the host's TMPDIR, and PATH without the scripts' own
+// command directory: values that stay the same from run to run, which go's
+// test cache requires of what a test reads).
 package testscripts
 
 import (
@@ -116,6 +130,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"quoteflowlab.dev/internal/kept"
 	"quoteflowlab.dev/lab/cli"
 	"quoteflowlab.dev/provider"
 )
@@ -141,13 +156,18 @@ type wide struct{ m *testing.M }
 func (w wide) Run() int {
 	flag.Parse()
 	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	flag.Visit(func(f *flag.Flag) {
+		set = set || f.Name == "test.parallel"
+		afresh = afresh || f.Name == "test.count"
+	})
 	if !set {
 		if err := flag.Set("test.parallel", strconv.Itoa(scriptsAtOnce*runtime.GOMAXPROCS(0))); err != nil {
 			panic(err)
 		}
 	}
-	return w.m.Run()
+	code := w.m.Run()
+	quoteflowBins.give()
+	return code
 }
 
 // TestScripts runs every testscripts/*.txtar.
@@ -167,6 +187,7 @@ func TestScripts(t *testing.T) {
 			"grab":      cmdGrab,
 			"exclusive": cmdExclusive,
 			"checked":   cmdChecked,
+			"quoteflow": cmdQuoteflow,
 		},
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
@@ -310,11 +331,11 @@ func setup(env *testscript.Env) error {
 	}
 	for _, kv := range goVars {
 		k, v, _ := strings.Cut(kv, "=")
-		if k == "GOFLAGS" && !strings.Contains(v, "-trimpath") {
-			// What a script builds (a checkpoint's suite, a quoteflow
-			// binary) is then the same build in any clone: the Go build
-			// cache serves a fresh clone what another compiled.
-			v = strings.TrimSpace(v + " -trimpath")
+		if k == "GOFLAGS" {
+			// What a script builds (a checkpoint's suite, an answer) is
+			// then the same build in any clone: the Go build cache serves
+			// a fresh clone what another compiled.
+			v = trimpathFlags(goVars)
 		}
 		env.Setenv(k, v)
 	}
@@ -332,12 +353,24 @@ func setup(env *testscript.Env) error {
 	// links its own binaries in its own cache); the trusted scripts' key is
 	// kept from run to run (see keptSchemaKey).
 	cache := filepath.Join(env.WorkDir, "state", "cache")
-	if err := os.MkdirAll(cache, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(cache), 0o755); err != nil {
 		return err
 	}
 	key := schemaKey
 	if t, ok := env.T().(interface{ Name() string }); ok && trusted.MatchString(t.Name()) {
 		key = keptSchemaKey()
+		// The trusted scripts' lab check cache (the answer and schema
+		// binaries it builds) is kept from run to run as well: go build
+		// then finds each binary up to date and does not link it again
+		// unless its source changed (the links were a third of the
+		// scripts' CPU).
+		give, err := kept.TakeAs("script-"+strings.TrimPrefix(t.Name(), "TestScripts/")+"-cache", cache)
+		if err != nil {
+			return err
+		}
+		env.Defer(give)
+	} else if err := os.Mkdir(cache, 0o755); err != nil {
+		return err
 	}
 	if err := os.WriteFile(filepath.Join(cache, "schemata.key"), key, 0o600); err != nil {
 		return err
@@ -355,7 +388,153 @@ func setup(env *testscript.Env) error {
 	}
 	env.Setenv("CHECKPOINT_TEST_FLAGS", flags)
 	env.Setenv("CHECKPOINT_PARALLEL", strconv.Itoa(parallel))
+	env.Setenv("CHECKPOINT_COUNT", checkpointCount())
+	// The checkpoint's tests read TMPDIR (t.TempDir): the script's own
+	// ($WORK/.tmp) is new every run, and go would never reuse a result.
+	// Each test removes its temporary directories itself.
+	env.Setenv("CHECKPOINT_TMPDIR", os.TempDir())
+	// Nor may PATH name the directory, new every run, from which the
+	// scripts run lab and httpc (the Redis tests look redis-server up).
+	env.Setenv("CHECKPOINT_PATH", pathWithoutScriptCommands())
 	return nil
+}
+
+// afresh is set when go test was given -count (as in `go test -count=1
+// ./...`): the run asks for every result afresh.
+var afresh bool
+
+// checkpointCount is the flag a checkpoint_NN script passes to the
+// checkpoint's go test: -count=1 when this run was asked for results
+// afresh (go test -count=N, or CI=true), else a cacheable flag that changes
+// nothing (-timeout=10m, go test's default), so that go reuses a
+// checkpoint's passing result, as it does for any package, when the test
+// binary (the checkpoint's code, its dependencies, the flags) and every
+// file and environment variable its tests read are those of a run that
+// passed. The checkpoints build with -trimpath, so that holds in a fresh
+// clone too; go test prints "(cached)" then.
+func checkpointCount() string {
+	if afresh || os.Getenv("CI") == "true" {
+		return "-count=1"
+	}
+	return "-timeout=10m"
+}
+
+// pathWithoutScriptCommands is PATH without the directory testscript puts
+// first for the commands it runs from the test binary (lab, httpc).
+func pathWithoutScriptCommands() string {
+	path := os.Getenv("PATH")
+	lab, err := exec.LookPath("lab")
+	if err != nil {
+		return path
+	}
+	var keep []string
+	for _, dir := range filepath.SplitList(path) {
+		if dir != filepath.Dir(lab) {
+			keep = append(keep, dir)
+		}
+	}
+	return strings.Join(keep, string(os.PathListSeparator))
+}
+
+// quoteflowBins are the checkpoints' quoteflow binaries the live scripts
+// run: each built once a run (the five checkpoint 16 scripts share one),
+// into a directory kept from run to run, so that go build finds the binary
+// up to date and does not link it again unless the checkpoint changed.
+var quoteflowBins = &binShelf{built: map[string]*quoteflowBuild{}}
+
+type binShelf struct {
+	take  sync.Once
+	dir   string
+	hand  func() // hands dir back
+	mu    sync.Mutex
+	built map[string]*quoteflowBuild
+}
+
+type quoteflowBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// give hands the kept directory back once every script has ended.
+func (b *binShelf) give() {
+	if b.hand != nil {
+		b.hand()
+	}
+}
+
+// path builds checkpoint n's cmd/quoteflow (once a run) and returns the
+// binary's path.
+func (b *binShelf) path(repo, n string) (string, error) {
+	b.take.Do(func() {
+		b.dir, b.hand = kept.Take("quoteflow")
+		if b.dir == "" {
+			b.dir, _ = os.MkdirTemp("", "quoteflow-bins-")
+			b.hand = func() { os.RemoveAll(b.dir) }
+		}
+	})
+	if b.dir == "" {
+		return "", errors.New("no directory to build quoteflow into")
+	}
+	b.mu.Lock()
+	q := b.built[n]
+	if q == nil {
+		q = &quoteflowBuild{}
+		b.built[n] = q
+	}
+	b.mu.Unlock()
+	q.once.Do(func() {
+		goVars, err := hostGoEnv()
+		if err != nil {
+			q.err = err
+			return
+		}
+		out := filepath.Join(b.dir, "quoteflow-"+n+exeSuffix())
+		cmd := exec.Command("go", "build", "-o", out, "./cmd/quoteflow")
+		cmd.Dir = filepath.Join(repo, "checkpoints", n)
+		cmd.Env = append(append(os.Environ(), goVars...), "GOWORK=off", "GOPROXY=off", "GOTOOLCHAIN=local")
+		cmd.Env = append(cmd.Env, "GOFLAGS="+trimpathFlags(goVars))
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			q.err = fmt.Errorf("go build ./cmd/quoteflow in checkpoints/%s: %v\n%s", n, err, msg)
+			return
+		}
+		q.path = out
+	})
+	return q.path, q.err
+}
+
+// trimpathFlags is the host's GOFLAGS plus -trimpath.
+func trimpathFlags(goVars []string) string {
+	for _, kv := range goVars {
+		if v, ok := strings.CutPrefix(kv, "GOFLAGS="); ok {
+			if !strings.Contains(v, "-trimpath") {
+				v = strings.TrimSpace(v + " -trimpath")
+			}
+			return v
+		}
+	}
+	return "-trimpath"
+}
+
+func exeSuffix() string {
+	if runtime.GOOS == "windows" {
+		return ".exe"
+	}
+	return ""
+}
+
+var checkpointNumber = regexp.MustCompile(`^[0-9]+$`)
+
+// cmdQuoteflow builds checkpoint NN's server (go build ./cmd/quoteflow in
+// checkpoints/NN, with the scripts' flags; once a run, shared by every
+// script of the run) and sets $QUOTEFLOW to the binary.
+func cmdQuoteflow(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 || !checkpointNumber.MatchString(args[0]) {
+		ts.Fatalf("usage: quoteflow NN")
+	}
+	path, err := quoteflowBins.path(ts.Getenv("REPO"), args[0])
+	ts.Check(err)
+	ts.Setenv("QUOTEFLOW", path)
 }
 
 // cmdProvider starts an in-process provider lab for the script.

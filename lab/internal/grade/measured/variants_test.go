@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +17,7 @@ import (
 
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/grade"
+	"quoteflowlab.dev/internal/kept"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/runner"
 	"quoteflowlab.dev/lab/internal/variant"
@@ -110,12 +109,12 @@ func gradeVariant(t *testing.T, root string, l course.Lesson, cache, ref string,
 	// this test to the next: go build finds it up to date and does not
 	// link it again unless its source changed (the link is most of a
 	// build's CPU: 0.2-0.3 s a tool, once per variant).
-	kept, give := takeKept("E15-variant-" + v.Name)
+	keptDir, give := kept.Take("E15-variant-" + v.Name)
 	defer give()
 	if err := os.MkdirAll(filepath.Dir(bins), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if kept == "" || os.Symlink(kept, bins) != nil {
+	if keptDir == "" || os.Symlink(keptDir, bins) != nil {
 		// Not kept: a copy of the reference tools, so that only the
 		// tool the variant's overlay changes is linked.
 		if err := copyDir(ref, bins); err != nil {
@@ -190,7 +189,7 @@ var (
 func referenceBins(t *testing.T) string {
 	t.Helper()
 	refOnce.Do(func() {
-		dir, give := takeKept("E15-reference")
+		dir, give := kept.Take("E15-reference")
 		if dir == "" {
 			var err error
 			if dir, err = os.MkdirTemp("", "e15-reference-"); err != nil {
@@ -229,44 +228,6 @@ func TestMain(m *testing.M) {
 		refGive()
 	}
 	os.Exit(code)
-}
-
-// takeKept takes the directory of tool binaries kept under name from one
-// run of these tests to the next, in the user's cache directory, for this
-// process alone (two test runs at once never share one), and returns it
-// with the function that hands it back. go build finds what it holds up to
-// date, or links again what changed, so what runs is always what the
-// source says; only the links are saved. "" where nothing can be kept.
-func takeKept(name string) (dir string, give func()) {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return "", func() {}
-	}
-	home := filepath.Join(base, "quoteflowlab", "test-tools", name)
-	if err := os.MkdirAll(filepath.Dir(home), 0o755); err != nil {
-		return "", func() {}
-	}
-	// Taken copies left by a run that was killed: gone a day after they
-	// were taken (the time is in the name, so one in use is never mistaken
-	// for an old one, however old its files).
-	old, _ := filepath.Glob(home + ".taken-*-*")
-	for _, o := range old {
-		_, at, _ := strings.Cut(strings.TrimPrefix(o, home+".taken-"), "-")
-		if ns, err := strconv.ParseInt(at, 10, 64); err == nil && time.Since(time.Unix(0, ns)) > 24*time.Hour {
-			os.RemoveAll(o)
-		}
-	}
-	mine := fmt.Sprintf("%s.taken-%d-%d", home, os.Getpid(), time.Now().UnixNano())
-	if err := os.Rename(home, mine); err != nil { // none kept yet, or another run holds it
-		if err := os.Mkdir(mine, 0o755); err != nil {
-			return "", func() {}
-		}
-	}
-	return mine, func() {
-		if os.Rename(mine, home) != nil { // another run handed its copy back first
-			os.RemoveAll(mine)
-		}
-	}
 }
 
 // copyDir copies the files of src (one level) into dst, keeping their
