@@ -1,8 +1,10 @@
-package demo
+package demo_test
 
 import (
 	"strings"
 	"testing"
+
+	"quoteflowlab.dev/lab/internal/demo"
 )
 
 const page = "# A page\n\n```text\n$ go run ./lab demo 16 slow-basket\nsome words\n" +
@@ -18,7 +20,7 @@ const page = "# A page\n\n```text\n$ go run ./lab demo 16 slow-basket\nsome word
 
 func fresh(active, after string) string {
 	var sb strings.Builder
-	t := Table{Columns: []string{"checkpoint", "deadline_without_cancel"}}
+	t := demo.Table{Columns: []string{"checkpoint", "deadline_without_cancel"}}
 	t.Add("answered after (s)", after, "2.00")
 	t.Add("line statuses", "partial 3", "partial 3")
 	t.Add("active right after the answer", "0", active)
@@ -29,7 +31,7 @@ func fresh(active, after string) string {
 }
 
 func TestAPageThatHoldsPasses(t *testing.T) {
-	ms, err := Markers("p.md", page)
+	ms, err := demo.Markers("p.md", page)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +44,7 @@ func TestAPageThatHoldsPasses(t *testing.T) {
 }
 
 func TestAFigureOffThePageFails(t *testing.T) {
-	ms, err := Markers("p.md", page)
+	ms, err := demo.Markers("p.md", page)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +55,7 @@ func TestAFigureOffThePageFails(t *testing.T) {
 		t.Errorf("2.9 s against the bound 1.9..2.5: %q", bad)
 	}
 	edited := strings.Replace(page, "                        3\n", "                        2\n", 1)
-	ms, err = Markers("p.md", edited)
+	ms, err = demo.Markers("p.md", edited)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func TestMarkersAreRequiredAndWellFormed(t *testing.T) {
 		"other demo's block":   strings.Replace(page, "<!-- figures: lab demo 16 slow-basket", "<!-- figures: lab demo 16 outage", 1),
 		"bad tolerance":        strings.Replace(page, "~ 1.9..2.5", "~ roughly", 1),
 	} {
-		if _, err := Markers("p.md", text); err == nil {
+		if _, err := demo.Markers("p.md", text); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
@@ -86,7 +88,7 @@ func TestWithin(t *testing.T) {
 		{"<= 2.4", "1.94", "2.3", true}, {"<= 2.4", "1.94", "2.5", false}, {"<= 2.4", "2.5", "1.9", false},
 		{">= 1", "15", "1", true}, {">= 1", "15", "0", false},
 	} {
-		if got, err := Within(c.tol, c.page, c.fresh); got != c.ok || err != nil {
+		if got, err := demo.Within(c.tol, c.page, c.fresh); got != c.ok || err != nil {
 			t.Errorf("Within(%q, %q, %q) = %v, %v; want %v", c.tol, c.page, c.fresh, got, err, c.ok)
 		}
 	}

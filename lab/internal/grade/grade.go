@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -161,4 +162,39 @@ func (r Request) AnswerDir() string {
 		return r.Answer
 	}
 	return filepath.Join(r.Root, filepath.FromSlash(r.Answer))
+}
+
+// KeepBuilds is how many answers' builds lab check keeps per exercise in
+// its cache.
+const KeepBuilds = 3
+
+// Touch marks an answer's build directory as just used.
+func Touch(dir string) {
+	now := time.Now()
+	_ = os.Chtimes(dir, now, now)
+}
+
+// Prune keeps the keep most recently used answer directories in dir (an
+// exercise's folder of the cache). A directory whose name holds "@" (the
+// tools of a broken variant, built by `lab check E15 --variant`, for
+// instructors) is left alone.
+func Prune(dir string, keep int) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type used struct {
+		name string
+		at   time.Time
+	}
+	var dirs []used
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && e.IsDir() && !strings.Contains(e.Name(), "@") {
+			dirs = append(dirs, used{e.Name(), info.ModTime()})
+		}
+	}
+	slices.SortFunc(dirs, func(a, b used) int { return b.at.Compare(a.at) })
+	for _, d := range dirs[min(keep, len(dirs)):] {
+		os.RemoveAll(filepath.Join(dir, d.name))
+	}
 }

@@ -94,22 +94,27 @@ func check(ctx context.Context, o grade.Request, v variant.Variant) report.Repor
 		Properties:    []report.Prop{},
 	}
 	opts := Options{Root: o.Root, Dir: filepath.FromSlash(o.Answer), Only: o.Only}
-	cacheName := strings.NewReplacer("/", "_", ".", "_").Replace(o.Answer)
+	cacheName := strings.NewReplacer("/", "_", ".", "_", string(filepath.Separator), "_", ":", "_").Replace(o.Answer)
 	if v.Name != "" {
 		cacheName += "@" + v.Name // a variant's binaries never overwrite the answer's own
 	}
-	if o.CacheDir != "" {
-		opts.BinDir = filepath.Join(o.CacheDir, o.Lesson.Exercise(), cacheName)
+	if o.CacheDir == "" {
+		o.CacheDir = grade.Request{Root: o.Root}.WithDefaults().CacheDir
+	}
+	// The tools are built into the cache, as lab check's other exercises'
+	// answers are: a re-check finds the tools whose source did not change
+	// up to date (go build decides, from each binary's build ID), and
+	// links only the ones edited.
+	opts.BinDir = filepath.Join(o.CacheDir, o.Lesson.Exercise(), cacheName)
+	if v.Name == "" {
+		if err := os.MkdirAll(opts.BinDir, 0o755); err == nil {
+			grade.Touch(opts.BinDir)
+			grade.Prune(filepath.Dir(opts.BinDir), grade.KeepBuilds)
+		}
 	}
 	if v.Name != "" {
-		dir, err := opts.BinDir, error(nil)
-		if dir == "" {
-			dir, err = os.MkdirTemp("", "measured-variant-")
-			defer os.RemoveAll(dir)
-		}
-		if err == nil {
-			opts.Overlay, err = variant.WriteOverlay(o.Root, filepath.Join(dir, "variant"), v)
-		}
+		var err error
+		opts.Overlay, err = variant.WriteOverlay(o.Root, filepath.Join(opts.BinDir, "variant"), v)
 		if err != nil {
 			r.Verdict, r.Summary = report.Failed, "--variant "+v.Name+": "+err.Error()
 			return r

@@ -2,6 +2,7 @@ package measured
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"quoteflowlab.dev/internal/kept"
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/report"
 )
@@ -91,7 +93,15 @@ func TestStarterIsNotStarted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the starter tools")
 	}
-	r := gradeAnswer(t, Options{Dir: committedStarter(t)})
+	// The starter's tools are kept from run to run, as the variants' are:
+	// built from the same source (a module of its own, -trimpath), go
+	// build finds them up to date.
+	bins, give := kept.Take("E15-starter")
+	defer give()
+	if bins == "" {
+		bins = t.TempDir()
+	}
+	r := gradeAnswer(t, Options{Dir: committedStarter(t), BinDir: bins})
 	if !r.NotStarted || r.Passed {
 		t.Errorf("starter: NotStarted %v, Passed %v; want not started", r.NotStarted, r.Passed)
 	}
@@ -109,6 +119,53 @@ func TestAnswerWithoutToolsFails(t *testing.T) {
 	}
 	if p := property(r, "build_call"); p.OK || p.Detail == "" {
 		t.Errorf("build_call = %+v, want a failure naming the missing folder", p)
+	}
+}
+
+// One tool that does not compile fails its own build property, with the
+// compiler's words, and only that one: the one go build of all five fails,
+// and each is then built on its own to say which.
+func TestABuildFailureIsTheBrokenToolsAlone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the reference tools")
+	}
+	root := repoRoot(t)
+	dir := t.TempDir()
+	ref := filepath.Join(root, filepath.FromSlash(e15().Reference()))
+	overlay := map[string]string{}
+	broken := filepath.Join(dir, "broken.go")
+	src, err := os.ReadFile(filepath.Join(ref, "probe", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(broken, append(src, "\nvar _ = undefinedInProbe\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	overlay[filepath.Join(ref, "probe", "main.go")] = broken
+	ov := filepath.Join(dir, "overlay.json")
+	data, err := json.Marshal(map[string]any{"Replace": overlay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ov, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := &grader{opts: Options{Root: root, Dir: ref, Overlay: ov, BinDir: filepath.Join(dir, "bin")}, dir: ref,
+		findings: map[string]finding{}, todo: map[string]bool{}}
+	if err := g.build(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range Tools {
+		f := g.findings["build_"+tool]
+		if tool == "probe" {
+			if f.ok || !strings.Contains(f.detail, "undefinedInProbe") {
+				t.Errorf("build_probe: ok %v, %q; want failed, naming undefinedInProbe", f.ok, f.detail)
+			}
+			continue
+		}
+		if !f.ok || g.bins[tool] == "" {
+			t.Errorf("build_%s: ok %v (%s), binary %q; want built", tool, f.ok, f.detail, g.bins[tool])
+		}
 	}
 }
 

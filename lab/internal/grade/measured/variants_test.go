@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"quoteflowlab.dev/internal/kept"
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/grade"
-	"quoteflowlab.dev/internal/kept"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/runner"
 	"quoteflowlab.dev/lab/internal/variant"

@@ -45,9 +45,6 @@ import (
 	"quoteflowlab.dev/lab/internal/variant"
 )
 
-// keepBuilds is how many answers' builds the cache keeps per exercise.
-const keepBuilds = 3
-
 // Check checks one answer and returns its report; every problem,
 // including an answer that does not compile, is described in the report.
 func Check(ctx context.Context, req grade.Request) (r report.Report) {
@@ -208,8 +205,8 @@ func (c *checker) prepare(ctx context.Context, vs []variant.Variant) (*builds, e
 	if err := os.MkdirAll(b.dir, 0o755); err != nil {
 		return nil, err
 	}
-	touch(b.dir)
-	prune(filepath.Join(o.CacheDir, o.Lesson.Exercise()), keepBuilds)
+	grade.Touch(b.dir)
+	grade.Prune(filepath.Join(o.CacheDir, o.Lesson.Exercise()), grade.KeepBuilds)
 	b.pkg, b.external, err = answerPackage(o)
 	if err != nil {
 		return nil, err
@@ -964,30 +961,3 @@ func putKey(cacheDir string, key []byte) {
 	}
 }
 
-// touch marks dir as just used.
-func touch(dir string) {
-	now := time.Now()
-	_ = os.Chtimes(dir, now, now)
-}
-
-// prune keeps the keep most recently used answer directories in dir.
-func prune(dir string, keep int) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	type used struct {
-		name string
-		at   time.Time
-	}
-	var dirs []used
-	for _, e := range entries {
-		if info, err := e.Info(); err == nil && e.IsDir() {
-			dirs = append(dirs, used{e.Name(), info.ModTime()})
-		}
-	}
-	slices.SortFunc(dirs, func(a, b used) int { return b.at.Compare(a.at) })
-	for _, d := range dirs[min(keep, len(dirs)):] {
-		os.RemoveAll(filepath.Join(dir, d.name))
-	}
-}
