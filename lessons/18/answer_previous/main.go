@@ -546,9 +546,12 @@ func aKilledConsumerLosesNoJob(url, prefix string) error {
 		return fmt.Errorf("boreal answered %d calls for one queued line after the kill, want exactly 1", n)
 	}
 
-	// Bonus: a live, slow consumer keeps its job. c takes a new queued line,
-	// boreal holds its call 300 ms (within the pass's limit of half the
-	// 1 s visibility timeout); d polls the queue meanwhile.
+	// Bonus: a live, slow consumer keeps its job. c takes a new queued line
+	// and boreal holds c's call until d has polled the queue, its lease
+	// 150 ms old: well past a tenth of the 1 s visibility timeout, far from
+	// all of it. (At most 450 ms: within the pass's limit of half the
+	// visibility timeout, whatever the machine's load.) A later boreal call,
+	// d's if d took the job, answers at once.
 	const slowVisibility = time.Second
 	c, closeC, err := consumer(url, prefix, "c", sup, slowVisibility)
 	if err != nil {
@@ -564,7 +567,8 @@ func aKilledConsumerLosesNoJob(url, prefix string) error {
 	if err != nil {
 		return err
 	}
-	sup.set(holdFor300ms)
+	polled := make(chan struct{})
+	sup.holdFirst(polled, 450*time.Millisecond)
 	doneC := make(chan error, 1)
 	go func() { _, err := c.CompensateOnce(ctx); doneC <- err }()
 	select {
@@ -572,12 +576,11 @@ func aKilledConsumerLosesNoJob(url, prefix string) error {
 	case <-time.After(3 * time.Second):
 		return errors.New("consumer c never called boreal for the queued line")
 	}
-	// d polls twice while c's call runs: its lease is 150 and then 250 ms
-	// old, far from 1 s (an error here, a slow round trip, takes nothing).
-	for range 2 {
-		time.Sleep(100 * time.Millisecond)
-		d.CompensateOnce(ctx)
-	}
+	// d polls while c's call runs (an error here, a slow round trip,
+	// takes nothing), then c's call answers.
+	time.Sleep(150 * time.Millisecond)
+	d.CompensateOnce(ctx)
+	close(polled)
 	errC := <-doneC
 	// A second call to boreal by now is a claim from a live consumer,
 	// whatever became of c's pass: d polled only 100 and 200 ms after c's
@@ -845,7 +848,7 @@ func (f *fake) total() int {
 const (
 	down               = iota // 503
 	holdUntilCancelled        // holds the call until its context ends
-	holdFor300ms              // holds the call 300 ms, then answers
+	holdFirst                 // holds the first call until released (see holdFirst), answers later ones at once
 	answerNow                 // answers at once
 )
 
@@ -858,13 +861,23 @@ type queueSuppliers struct {
 	mu             sync.Mutex
 	mode           int
 	calls, answers int
+	release        <-chan struct{} // holdFirst: the first call answers when it closes
+	limit          time.Duration   // holdFirst: or after this long
 }
 
 func newQueueSuppliers() *queueSuppliers { return &queueSuppliers{arrived: make(chan struct{}, 16)} }
 
 func (f *queueSuppliers) set(mode int) {
 	f.mu.Lock()
-	f.mode = mode
+	f.mode, f.release = mode, nil
+	f.mu.Unlock()
+}
+
+// holdFirst makes boreal hold its next call until release closes or limit
+// has passed, and answer the calls after it at once.
+func (f *queueSuppliers) holdFirst(release <-chan struct{}, limit time.Duration) {
+	f.mu.Lock()
+	f.mode, f.release, f.limit = holdFirst, release, limit
 	f.mu.Unlock()
 }
 
@@ -893,7 +906,10 @@ func (f *queueSuppliers) RoundTrip(r *http.Request) (*http.Response, error) {
 	supplier := path.Base(r.URL.Path)
 	if supplier == "boreal" {
 		f.mu.Lock()
-		mode := f.mode
+		mode, release, limit := f.mode, f.release, f.limit
+		if mode == holdFirst {
+			f.mode, f.release = answerNow, nil // the calls after this one
+		}
 		f.calls++
 		f.mu.Unlock()
 		select {
@@ -907,13 +923,14 @@ func (f *queueSuppliers) RoundTrip(r *http.Request) (*http.Response, error) {
 				Body: io.NopCloser(strings.NewReader(`{"error":"down"}`)), Request: r}, nil
 		case holdUntilCancelled:
 			hold = time.Minute
-		case holdFor300ms:
-			hold = 300 * time.Millisecond
+		case holdFirst:
+			hold = limit
 		}
 		t := time.NewTimer(hold)
 		defer t.Stop()
 		select {
 		case <-t.C:
+		case <-release: // nil but for holdFirst's call: never ready
 		case <-r.Context().Done():
 			return nil, r.Context().Err()
 		}
