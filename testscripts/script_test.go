@@ -85,6 +85,14 @@
 //	    it is built into is kept from run to run in the user cache dir,
 //	    so go build finds it up to date unless the checkpoint changed.
 //
+//	passes ARGS...
+//	    exec lab ARGS (a lab check of a reference answer), run once more
+//	    when it exits 3 (INCONCLUSIVE: the machine was too busy to judge a
+//	    timing, twice), as a student is told to; any other failure, or a
+//	    second INCONCLUSIVE, fails the script. stdout and stderr are the
+//	    last run's. The suite runs dozens of gradings at once: a correct
+//	    answer must not fail for that, nor pass without a verdict.
+//
 //	grab VAR REGEXP
 //	    Sets $VAR to the first (group) of REGEXP's first match in the last
 //	    command's stdout (a basket's ID, a line's request ID); fails if none.
@@ -188,6 +196,7 @@ func TestScripts(t *testing.T) {
 			"exclusive": cmdExclusive,
 			"checked":   cmdChecked,
 			"quoteflow": cmdQuoteflow,
+			"passes":    cmdPasses,
 		},
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
@@ -417,6 +426,28 @@ func checkpointCount() string {
 		return "-count=1"
 	}
 	return "-timeout=10m"
+}
+
+// cmdPasses runs `lab ARGS` (a lab check of a reference answer) as exec
+// does, and when it exits 3 (INCONCLUSIVE: the machine was too busy to
+// judge a timing, twice) runs it once more, as a student is told to: the
+// suite runs dozens of gradings at once, and a correct answer is never to be
+// failed for that, nor taken as passed without a verdict. Any other exit
+// code, or a second INCONCLUSIVE, fails the script. Its stdout and stderr
+// are the last run's.
+func cmdPasses(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: passes ARGS (of lab)")
+	}
+	err := ts.Exec("lab", args...)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 3 {
+		ts.Logf("lab %s: INCONCLUSIVE (the machine was too busy to judge): checked once more", strings.Join(args, " "))
+		err = ts.Exec("lab", args...)
+	}
+	if err != nil {
+		ts.Fatalf("lab %s: %v", strings.Join(args, " "), err)
+	}
 }
 
 // pathWithoutScriptCommands is PATH without the directory testscript puts
