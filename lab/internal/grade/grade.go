@@ -64,7 +64,7 @@ func (r Request) WithDefaults() Request {
 		r.Timeout = DefaultTimeout
 	}
 	if r.CacheDir == "" {
-		r.CacheDir = filepath.Join(course.StateDir(r.Root), "cache")
+		r.CacheDir = CacheDir(r.Root)
 	}
 	r.Repeat = max(r.Repeat, 1)
 	return r
@@ -163,6 +163,10 @@ func (r Request) AnswerDir() string {
 	}
 	return filepath.Join(r.Root, filepath.FromSlash(r.Answer))
 }
+
+// CacheDir is lab check's cache of builds for the course at root:
+// <state dir>/cache.
+func CacheDir(root string) string { return filepath.Join(course.StateDir(root), "cache") }
 
 // KeepBuilds is how many answers' builds lab check keeps per exercise in
 // its cache.

@@ -99,7 +99,7 @@ func check(ctx context.Context, o grade.Request, v variant.Variant) report.Repor
 		cacheName += "@" + v.Name // a variant's binaries never overwrite the answer's own
 	}
 	if o.CacheDir == "" {
-		o.CacheDir = grade.Request{Root: o.Root}.WithDefaults().CacheDir
+		o.CacheDir = grade.CacheDir(o.Root)
 	}
 	// The tools are built into the cache, as lab check's other exercises'
 	// answers are: a re-check finds the tools whose source did not change

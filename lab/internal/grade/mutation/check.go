@@ -960,4 +960,3 @@ func putKey(cacheDir string, key []byte) {
 		_ = os.WriteFile(filepath.Join(cacheDir, keyFile), key, 0o600)
 	}
 }
-

@@ -440,4 +440,3 @@ func TestAMutantThatDoesNotBuildIsNotViable(t *testing.T) {
 		t.Errorf("checkpoint file changed:\n%s", data)
 	}
 }
-
