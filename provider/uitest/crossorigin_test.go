@@ -100,14 +100,19 @@ func TestAPageOnAnotherOriginCannotResetTheLab(t *testing.T) {
 		fmt.Fprintf(w, attackPage, labURL+"/reset", labURL+"/reset")
 	})}
 	go evil.Serve(evilLn)
-	page := openBrowser(t, browser) // its cleanup runs first: no stream is left open below
+	// Registered before the browser opens, so it runs after the browser is
+	// gone: with the browser still open, the dashboard's feed reconnects as
+	// soon as CloseStreams ends it, and Shutdown waited out its 5 s bound.
 	t.Cleanup(func() {
 		p.CloseStreams()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		lab.Shutdown(ctx)
+		if err := lab.Shutdown(ctx); err != nil {
+			t.Errorf("shutting the lab down: %v (a connection still open after the browser closed)", err)
+		}
 		evil.Shutdown(ctx)
 	})
+	page := openBrowser(t, browser)
 
 	// Something to lose: three requests counted.
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
