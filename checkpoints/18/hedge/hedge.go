@@ -4,7 +4,10 @@
 // A call that has not answered by its supplier's recent p95 (Delays) gets a
 // copy, only if the shared Budget has a token and the shared Limiter has a
 // free slot right now: a hedge never waits in line, because hedging a
-// saturated limiter only makes the line longer. Both copies hold a slot of
+// saturated limiter only makes the line longer. When every slot is busy at
+// the delay, Do looks again every SlotRetry while the first copy runs, and
+// takes a slot that has come free (a caller waiting in line still gets it
+// first: TryAcquire never passes a waiter). Both copies hold a slot of
 // their own. The first success wins and the other copy's context is
 // cancelled at once; a failure of one copy lets the other finish.
 //
@@ -42,6 +45,12 @@ type Policy struct {
 	// (a copy that cannot finish helps nobody). 0: any time left will do.
 	Floor time.Duration
 }
+
+// SlotRetry is how often Do looks again for a free slot when the limiter
+// was full at the delay: a sibling's hedge may have taken the last slot an
+// instant before, and one of the calls in flight frees its slot within a
+// fast call's time.
+const SlotRetry = 5 * time.Millisecond
 
 // Report says what Do did.
 type Report struct {
@@ -114,10 +123,14 @@ func Do[T any](ctx context.Context, p *Policy, key string, call Call[T]) (T, Rep
 	for {
 		select {
 		case <-timer.C:
-			if release, ok := p.trySlot(ctx); ok {
+			release, ok, later := p.trySlot(ctx)
+			switch {
+			case ok:
 				rep.Attempts, rep.Hedged = 2, true
 				launch(2, release)
 				running++
+			case later:
+				timer.Reset(SlotRetry) // the limiter was full: look again soon, holding no place in line
 			}
 		case a := <-answers:
 			running--
@@ -142,18 +155,23 @@ func Do[T any](ctx context.Context, p *Policy, key string, call Call[T]) (T, Rep
 
 // trySlot takes, without waiting, what a hedge needs: time left (Floor), a
 // free slot of the Limiter, then a token of the Budget. It holds nothing
-// when it returns false.
-func (p *Policy) trySlot(ctx context.Context) (release func(), ok bool) {
+// when ok is false; later then says the limiter was full, which may change
+// while the first copy runs, where too little time left, no token or a
+// limiter that failed will not change for this call.
+func (p *Policy) trySlot(ctx context.Context) (release func(), ok, later bool) {
 	if deadline, has := ctx.Deadline(); has && time.Until(deadline) < p.Floor {
-		return nil, false
+		return nil, false, false
 	}
 	held, err := p.Limiter.TryAcquire(ctx)
-	if err != nil || !held {
-		return nil, false // the limiter is full: a hedge would only lengthen the line
+	if err != nil {
+		return nil, false, false // the limiter cannot say (a quota store down): no hedge
+	}
+	if !held {
+		return nil, false, true // the limiter is full: a hedge would only lengthen the line
 	}
 	if !p.Budget.TrySpend() {
 		p.Limiter.Release()
-		return nil, false // no token: in an outage, hedging would double the load
+		return nil, false, false // no token: in an outage, hedging would double the load
 	}
-	return p.Limiter.Release, true
+	return p.Limiter.Release, true, false
 }

@@ -166,6 +166,71 @@ func TestNoHedgeWithoutAFreeSlot(t *testing.T) {
 	})
 }
 
+// A sibling's call holds the last slot at the delay and gives it back at
+// 57 ms: the hedge goes out within SlotRetry of that, not never.
+func TestAHedgeTakesASlotThatComesFreeAfterTheDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, lim := policy(t, 2)
+		for range 2 { // the first copy's slot, held by its caller, and a sibling's
+			if err := lim.Acquire(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.AfterFunc(57*time.Millisecond, lim.Release) // the sibling answers
+		f := newFake(map[int]time.Duration{1: 1200 * time.Millisecond, 2: 30 * time.Millisecond}, nil)
+		v, rep, err := hedge.Do(context.Background(), p, "boreal", f.call)
+		lim.Release()
+		if err != nil || v != 2 || !rep.Hedged {
+			t.Fatalf("Do = %d, %+v, %v; want the hedge's answer: a slot came free at 57ms", v, rep, err)
+		}
+		if got := f.runs[2].started; got < 57*time.Millisecond || got > 57*time.Millisecond+hedge.SlotRetry {
+			t.Errorf("the hedge started at %s, want within %s of 57ms, when the slot came free", got, hedge.SlotRetry)
+		}
+		if s := p.Budget.Stats(); s.ExtraCalls != 1 || s.Denied != 0 {
+			t.Errorf("budget: %d extra calls, %d denied; want 1 and 0 (looking for a slot costs no token)", s.ExtraCalls, s.Denied)
+		}
+		if n := lim.InUse(); n != 0 {
+			t.Errorf("%d slots held after Do, want 0", n)
+		}
+	})
+}
+
+// A first call waiting in line for a slot gets the one that frees: a hedge
+// looking again never passes it.
+func TestAHedgeNeverTakesASlotFromACallWaitingInLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, lim := policy(t, 2)
+		for range 2 {
+			if err := lim.Acquire(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := make(chan time.Duration, 1)
+		done := make(chan struct{})
+		start := time.Now()
+		go func() { // a first call, in line from 50ms
+			defer close(done)
+			time.Sleep(50 * time.Millisecond)
+			if err := lim.Acquire(context.Background()); err == nil {
+				got <- time.Since(start)
+				time.Sleep(500 * time.Millisecond) // it holds the slot while the straggler runs
+				lim.Release()
+			}
+		}()
+		time.AfterFunc(57*time.Millisecond, lim.Release) // a sibling answers
+		f := newFake(map[int]time.Duration{1: 300 * time.Millisecond, 2: 30 * time.Millisecond}, nil)
+		v, rep, err := hedge.Do(context.Background(), p, "boreal", f.call)
+		lim.Release()
+		if err != nil || v != 1 || rep.Hedged {
+			t.Fatalf("Do = %d, %+v, %v; want the first copy's answer, no hedge: the freed slot was the waiting call's", v, rep, err)
+		}
+		if d := <-got; d != 57*time.Millisecond {
+			t.Errorf("the call in line got its slot at %s, want 57ms, the instant it came free", d)
+		}
+		<-done
+	})
+}
+
 func TestAFailureOfOneLetsTheOtherFinish(t *testing.T) {
 	cases := []struct {
 		name    string

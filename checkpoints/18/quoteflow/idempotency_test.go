@@ -74,9 +74,11 @@ func TestAnIdempotencyKeyGetsTheSameBasket(t *testing.T) {
 func TestARetryDuringTheFirstRequestIsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := newFake(nil)
-		// Each call takes 900 ms: under the call timeout of 1 s, so nothing
-		// is retried (at exactly 1 s the timeout and the answer race).
-		fake.latency = 900 * time.Millisecond
+		// Each call takes 400 ms: under the call timeout of 1 s, so nothing
+		// is retried (at exactly 1 s the timeout and the answer race), and
+		// under the hedge's first delay (500 ms while nothing is known of a
+		// supplier), so nothing is hedged either.
+		fake.latency = 400 * time.Millisecond
 		s := basketService(t, fake, newData(t), Config{})
 		h := s.Handler()
 		done := make(chan *httptest.ResponseRecorder)
