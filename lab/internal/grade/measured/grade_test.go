@@ -36,22 +36,31 @@ func gradeAnswer(t *testing.T, opts Options) Result {
 	return r
 }
 
+// The reference passes. It runs beside the broken variants' gradings
+// (t.Parallel): a timing it misses twice on the busy machine makes the
+// grading INCONCLUSIVE, and then, as a student is told to, it is graded once
+// more. Only PASSED passes: INCONCLUSIVE twice fails the test, as FAILED does.
 func TestReferencePasses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the reference tools")
 	}
+	t.Parallel()
 	bins := t.TempDir()
 	if err := copyDir(referenceBins(t), bins); err != nil { // built once, shared with the variants
 		t.Fatal(err)
 	}
 	r := gradeAnswer(t, Options{Dir: e15().Reference(), BinDir: bins})
+	if r.Inconclusive {
+		t.Logf("inconclusive on a busy machine (%v), graded again", r.Notes)
+		r = gradeAnswer(t, Options{Dir: e15().Reference(), BinDir: bins})
+	}
 	for _, p := range r.Props {
 		if !p.OK {
 			t.Errorf("%s: %s\n\tobserved: %s", p.Name, p.Story, p.Detail)
 		}
 	}
-	if !r.Passed || r.NotStarted {
-		t.Errorf("passed %v, not started %v; want passed", r.Passed, r.NotStarted)
+	if !r.Passed || r.NotStarted || r.Inconclusive {
+		t.Errorf("passed %v, not started %v, inconclusive %v; want passed", r.Passed, r.NotStarted, r.Inconclusive)
 	}
 	if r.Elapsed > time.Minute {
 		t.Errorf("grading took %v, want under a minute", r.Elapsed)
@@ -93,6 +102,7 @@ func TestStarterIsNotStarted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the starter tools")
 	}
+	t.Parallel()
 	// The starter's tools are kept from run to run, as the variants' are:
 	// built from the same source (a module of its own, -trimpath), go
 	// build finds them up to date.
@@ -129,6 +139,7 @@ func TestABuildFailureIsTheBrokenToolsAlone(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the reference tools")
 	}
+	t.Parallel()
 	root := repoRoot(t)
 	dir := t.TempDir()
 	ref := filepath.Join(root, filepath.FromSlash(e15().Reference()))
