@@ -3,15 +3,14 @@ package provider_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"quoteflowlab.dev/internal/testpar"
 
 	"go.uber.org/goleak"
 
@@ -32,14 +31,7 @@ const testsAtOnce = 4
 type wide struct{ m *testing.M }
 
 func (w wide) Run() int {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		if err := flag.Set("test.parallel", strconv.Itoa(testsAtOnce*runtime.GOMAXPROCS(0))); err != nil {
-			panic(err)
-		}
-	}
+	testpar.PerCPU(testsAtOnce, 1)
 	return w.m.Run()
 }
 

@@ -136,6 +136,8 @@ import (
 	"testing"
 	"time"
 
+	"quoteflowlab.dev/internal/testpar"
+
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"quoteflowlab.dev/internal/kept"
@@ -162,17 +164,7 @@ const scriptsAtOnce = 3
 type wide struct{ m *testing.M }
 
 func (w wide) Run() int {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) {
-		set = set || f.Name == "test.parallel"
-		afresh = afresh || f.Name == "test.count"
-	})
-	if !set {
-		if err := flag.Set("test.parallel", strconv.Itoa(scriptsAtOnce*runtime.GOMAXPROCS(0))); err != nil {
-			panic(err)
-		}
-	}
+	afresh = testpar.PerCPU(scriptsAtOnce, 1)["test.count"]
 	code := w.m.Run()
 	quoteflowBins.give()
 	return code

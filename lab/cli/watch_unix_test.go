@@ -5,18 +5,18 @@ package cli
 import (
 	"bufio"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"quoteflowlab.dev/internal/testpar"
 
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/watch"
@@ -68,14 +68,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(runAsLab) == "1" {
 		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		if err := flag.Set("test.parallel", strconv.Itoa(3*runtime.GOMAXPROCS(0))); err != nil {
-			panic(err)
-		}
-	}
+	testpar.PerCPU(3, 1)
 	os.Exit(m.Run())
 }
 
