@@ -5,10 +5,10 @@
 // copy, only if the shared Budget has a token and the shared Limiter has a
 // free slot right now: a hedge never waits in line, because hedging a
 // saturated limiter only makes the line longer. When every slot is busy at
-// the delay, Do looks again every SlotRetry while the first copy runs, and
-// takes a slot that has come free (a caller waiting in line still gets it
-// first: TryAcquire never passes a waiter). Both copies hold a slot of
-// their own. The first success wins and the other copy's context is
+// the delay, Do looks again every SlotRetry while the first copy runs and
+// the Budget has a token, and takes a slot that has come free (a caller
+// waiting in line still gets it first: TryAcquire never passes a waiter).
+// Both copies hold a slot of their own. The first success wins and the other copy's context is
 // cancelled at once; a failure of one copy lets the other finish.
 //
 // Like fanout, it is usable on its own: Do wraps any call that is safe to
@@ -129,8 +129,11 @@ func Do[T any](ctx context.Context, p *Policy, key string, call Call[T]) (T, Rep
 				rep.Attempts, rep.Hedged = 2, true
 				launch(2, release)
 				running++
-			case later:
-				timer.Reset(SlotRetry) // the limiter was full: look again soon, holding no place in line
+			case later && p.Budget.Stats().Tokens >= 1:
+				// The limiter was full: look again soon, holding no place in
+				// line. (With no token to pay for a hedge, looking would only
+				// load the limiter, a round trip each with a shared quota.)
+				timer.Reset(SlotRetry)
 			}
 		case a := <-answers:
 			running--

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -191,6 +192,42 @@ func TestAHedgeTakesASlotThatComesFreeAfterTheDelay(t *testing.T) {
 		}
 		if n := lim.InUse(); n != 0 {
 			t.Errorf("%d slots held after Do, want 0", n)
+		}
+	})
+}
+
+// countingLimiter counts the TryAcquire calls a hedge makes.
+type countingLimiter struct {
+	hedge.Limiter
+	tries atomic.Int64
+}
+
+func (l *countingLimiter) TryAcquire(ctx context.Context) (bool, error) {
+	l.tries.Add(1)
+	return l.Limiter.TryAcquire(ctx)
+}
+
+// With the limiter full and no token, a hedge could not be paid for even if
+// a slot came free: Do asks the limiter once, not every SlotRetry.
+func TestNoTokenNoLookingAgainForASlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, lim := policy(t, 1)
+		if err := lim.Acquire(context.Background()); err != nil { // the first copy's slot
+			t.Fatal(err)
+		}
+		defer lim.Release()
+		p.Budget = hedge.NewBudget(hedge.BudgetConfig{Cap: 1})
+		if !p.Budget.TrySpend() {
+			t.Fatal("a new budget of cap 1 has no token")
+		}
+		counted := &countingLimiter{Limiter: lim}
+		p.Limiter = counted
+		f := newFake(map[int]time.Duration{1: 1200 * time.Millisecond, 2: 30 * time.Millisecond}, nil)
+		if _, rep, err := hedge.Do(context.Background(), p, "boreal", f.call); err != nil || rep.Hedged {
+			t.Fatalf("Do = %+v, %v; want the first copy's answer, no hedge", rep, err)
+		}
+		if n := counted.tries.Load(); n != 1 {
+			t.Errorf("the limiter was asked %d times in the straggler's 1.2 s; want once: with no token, looking again cannot help", n)
 		}
 	})
 }
