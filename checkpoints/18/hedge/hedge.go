@@ -8,8 +8,9 @@
 // the delay, Do looks again every SlotRetry while the first copy runs and
 // the Budget has a token, and takes a slot that has come free (a caller
 // waiting in line still gets it first: TryAcquire never passes a waiter).
-// Both copies hold a slot of their own. The first success wins and the other copy's context is
-// cancelled at once; a failure of one copy lets the other finish.
+// Both copies hold a slot of their own. The first success wins and the
+// other copy's context is cancelled at once; a failure of one copy lets the
+// other finish.
 //
 // Like fanout, it is usable on its own: Do wraps any call that is safe to
 // make twice (a GET of a price, never a POST that orders).
