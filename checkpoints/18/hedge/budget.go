@@ -95,8 +95,7 @@ func (b *Budget) TrySpend() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refill()
-	if b.tokens < 1-epsilon { // ten tenths make a token, whatever floating point says
-
+	if !b.whole() {
 		b.denied++
 		return false
 	}
@@ -104,6 +103,19 @@ func (b *Budget) TrySpend() bool {
 	b.spent++
 	return true
 }
+
+// HasToken reports whether an extra call could be paid for now, without
+// taking the token (TrySpend takes it).
+func (b *Budget) HasToken() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill()
+	return b.whole()
+}
+
+// whole reports whether the bucket holds a whole token: ten tenths make
+// one, whatever floating point says. b.mu is held.
+func (b *Budget) whole() bool { return b.tokens >= 1-epsilon }
 
 // Refund gives back a token taken by TrySpend for a call that was then not
 // made.

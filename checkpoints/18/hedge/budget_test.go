@@ -86,3 +86,24 @@ func TestTheMinimumRateAddsNothingWhileFirstCallsPayMore(t *testing.T) {
 		}
 	})
 }
+
+// Ten first calls pay a whole token, though ten tenths add up to a little
+// less than 1 in floating point: HasToken and TrySpend agree that it is one.
+func TestTenTenthsAreAToken(t *testing.T) {
+	b := hedge.NewBudget(hedge.BudgetConfig{Cap: 1})
+	if !b.TrySpend() {
+		t.Fatal("a new budget of cap 1 has no token")
+	}
+	if b.HasToken() {
+		t.Fatal("HasToken after the only token was spent")
+	}
+	for range 10 {
+		b.First()
+	}
+	if !b.HasToken() {
+		t.Errorf("after ten first calls (%v tokens), HasToken = false, want true", b.Stats().Tokens)
+	}
+	if !b.TrySpend() {
+		t.Errorf("after ten first calls, TrySpend = false, want true")
+	}
+}

@@ -130,7 +130,7 @@ func Do[T any](ctx context.Context, p *Policy, key string, call Call[T]) (T, Rep
 				rep.Attempts, rep.Hedged = 2, true
 				launch(2, release)
 				running++
-			case later && p.Budget.Stats().Tokens >= 1:
+			case later && p.Budget.HasToken():
 				// The limiter was full: look again soon, holding no place in
 				// line. (With no token to pay for a hedge, looking would only
 				// load the limiter, a round trip each with a shared quota.)
