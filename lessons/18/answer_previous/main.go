@@ -704,11 +704,14 @@ func noneAdmittedWhileHeld(qs []*quota.Redis, d time.Duration) error {
 			qs[0].Release()
 		}
 	}()
+	const try = 150 * time.Millisecond
 	until := time.Now().Add(d)
+	busy := false // a try was cut or late: the machine may have hidden an expired lease
 	for time.Now().Before(until) {
 		// Long enough for a round trip on a busy machine: a short one ends
 		// every try before Redis answers, and an expired lease goes unseen.
-		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), try)
+		start := time.Now()
 		err := qs[1].Acquire(ctx)
 		cancel()
 		if err == nil {
@@ -718,8 +721,12 @@ func noneAdmittedWhileHeld(qs []*quota.Redis, d time.Duration) error {
 		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, quota.ErrUnavailable) {
 			return err // ErrUnavailable: a round trip cut on a busy machine, nothing admitted
 		}
+		busy = busy || errors.Is(err, quota.ErrUnavailable) || time.Since(start) > 2*try
 	}
-	// One last, patient try: on a machine so busy that every short try
+	if !busy {
+		return nil
+	}
+	// One last, patient try: on a machine so busy that the short tries
 	// above ended before Redis answered, a lease that expired would go
 	// unseen. A slot still held (renewed) is not free a second later either.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
