@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"quoteflowlab.dev/internal/kept"
 	"quoteflowlab.dev/internal/testpar"
 
 	"quoteflowlab.dev/lab/internal/course"
@@ -59,6 +60,23 @@ func labCommand(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return exe
+}
+
+// stateDir is a LAB_STATE_DIR for one test whose lab check cache is kept
+// from one run of the suite to the next (internal/kept): lab check names an
+// answer outside the course by its content, so go build finds the binaries
+// of the answers this test saved last time up to date and does not link
+// them again (the watch tests' links were most of their CPU). go decides
+// from each binary's build ID, so what runs is always what was saved.
+func stateDir(t *testing.T) string {
+	t.Helper()
+	state := t.TempDir()
+	give, err := kept.TakeAs("watch-"+strings.ReplaceAll(t.Name(), "/", "-")+"-cache", filepath.Join(state, "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(give) // after lab watch is killed (cleanups run last first)
+	return state
 }
 
 // TestMain runs the test binary as lab when asked to (see runAsLab). The
@@ -312,7 +330,7 @@ func TestWatchWeakThenGood(t *testing.T) {
 	for _, mode := range []string{"poll", "events"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel() // its own folder, state dir and lab process
-			dir, state := t.TempDir(), t.TempDir()
+			dir, state := t.TempDir(), stateDir(t)
 			main := filepath.Join(dir, "main.go")
 			write(t, main, committedStarter(t, root), "")
 			args := []string{"E12", "--answer", dir}
@@ -378,7 +396,7 @@ func TestWatchBurstIsOneRun(t *testing.T) {
 			if mode == "poll" {
 				args = append(args, "--poll")
 			}
-			p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + t.TempDir()}, args...)
+			p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + stateDir(t)}, args...)
 			if l := p.waitLine(regexp.MustCompile(`.`), 10*time.Second); strings.Contains(l.text, "could not be set up") {
 				t.Skipf("no file events here: %s", l.text)
 			}
@@ -492,7 +510,7 @@ func TestWatchSavesDuringARunQueueOne(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "gate")
 	slow := []byte(slowAnswer)
 	write(t, main, slow, "")
-	p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + t.TempDir(), "WATCH_TEST_PIDS=" + pids, "WATCH_TEST_GATE=" + gate}, "E12", "--poll", "--answer", dir)
+	p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + stateDir(t), "WATCH_TEST_PIDS=" + pids, "WATCH_TEST_GATE=" + gate}, "E12", "--poll", "--answer", dir)
 	waitPids(t, pids) // run 1 is running the answer, until the gate opens
 	var saved time.Time
 	for i := range 3 {
@@ -529,7 +547,7 @@ func TestWatchInterruptKillsTheRun(t *testing.T) {
 	dir := t.TempDir()
 	pids := filepath.Join(t.TempDir(), "pids")
 	write(t, filepath.Join(dir, "main.go"), []byte(slowAnswer), "") // no gate: runs a minute
-	p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + t.TempDir(), "WATCH_TEST_PIDS=" + pids}, "E12", "--answer", dir)
+	p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + stateDir(t), "WATCH_TEST_PIDS=" + pids}, "E12", "--answer", dir)
 	pid, pgid, grandchild := waitPids(t, pids)
 	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }) // when the test fails, leave nothing behind
 	if pgid == p.cmd.Process.Pid {

@@ -2,7 +2,11 @@ package measured
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -94,7 +98,7 @@ func check(ctx context.Context, o grade.Request, v variant.Variant) report.Repor
 		Properties:    []report.Prop{},
 	}
 	opts := Options{Root: o.Root, Dir: filepath.FromSlash(o.Answer), Only: o.Only}
-	cacheName := strings.NewReplacer("/", "_", ".", "_", string(filepath.Separator), "_", ":", "_").Replace(o.Answer)
+	cacheName := toolsCacheName(o.Answer)
 	if v.Name != "" {
 		cacheName += "@" + v.Name // a variant's binaries never overwrite the answer's own
 	}
@@ -251,4 +255,70 @@ func summary(res Result) string {
 // grader: what a broken variant's expect: must name.
 func IsRequiredProperty(name string) bool {
 	return slices.ContainsFunc(specs, func(s spec) bool { return s.name == name && s.required })
+}
+
+// toolsCacheName names the directory the answer's tools are built into.
+// An answer in the course is named by its path. One outside it (a module of
+// its own) is named by what go build reads of it, each .go file's, go.mod's
+// and go.sum's path and content, not by where it lives: the same tools in
+// another folder (a copy, the starter's test copying it to a new temporary
+// folder each run) are then found up to date there instead of linked again.
+// Whether a binary is up to date go decides from its build ID, never from
+// this name. A module too large to hash quickly keeps the path's name.
+func toolsCacheName(answer string) string {
+	byPath := strings.NewReplacer("/", "_", ".", "_", string(filepath.Separator), "_", ":", "_").Replace(answer)
+	if !filepath.IsAbs(answer) {
+		return byPath
+	}
+	if sum, err := moduleSum(answer); err == nil {
+		return "external_" + sum
+	}
+	return byPath
+}
+
+// Bounds of what moduleSum reads.
+const (
+	sumMaxFiles = 2000
+	sumMaxBytes = 32 << 20
+)
+
+var errTooLarge = errors.New("too large to hash")
+
+// moduleSum hashes the names and contents of the files go build reads of
+// the module in dir: .go files, go.mod and go.sum, in the folders go
+// considers part of it (not testdata, not those starting with . or _).
+func moduleSum(dir string) (string, error) {
+	h := sha256.New()
+	files, size := 0, 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != dir && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !strings.HasSuffix(name, ".go") && name != "go.mod" && name != "go.sum" {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files, size = files+1, size+len(data)
+		if files > sumMaxFiles || size > sumMaxBytes {
+			return errTooLarge
+		}
+		rel, _ := filepath.Rel(dir, path)
+		fmt.Fprintf(h, "%s %d\n", filepath.ToSlash(rel), len(data))
+		h.Write(data)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8]), nil
 }

@@ -197,7 +197,9 @@ type builds struct {
 func (c *checker) prepare(ctx context.Context, vs []variant.Variant) (*builds, error) {
 	o := c.o
 	b := &builds{own: map[string]string{}, ownErr: map[string]string{}}
-	key, err := answerKey(o)
+	var key string
+	var err error
+	b.pkg, b.external, key, err = answerPackage(o)
 	if err != nil {
 		return nil, err
 	}
@@ -207,10 +209,6 @@ func (c *checker) prepare(ctx context.Context, vs []variant.Variant) (*builds, e
 	}
 	grade.Touch(b.dir)
 	grade.Prune(filepath.Join(o.CacheDir, o.Lesson.Exercise()), grade.KeepBuilds)
-	b.pkg, b.external, err = answerPackage(o)
-	if err != nil {
-		return nil, err
-	}
 	b.main = filepath.Join(b.dir, runner.Exe("answer"))
 
 	var separate []schemata.Separate
@@ -900,37 +898,47 @@ func buildOutput(res runner.Result) string {
 	return out
 }
 
-// answerPackage returns the package go build is given, and for an answer
-// outside the root the overlay that places its files inside it.
-func answerPackage(o grade.Request) (string, map[string]string, error) {
+// answerPackage returns the package go build is given, the name of the
+// answer's cache directory, and for an answer outside the root the overlay
+// that places its files inside it.
+//
+// An answer in the course is named by its path. One outside it is named by
+// what go build reads of it (each non-test .go file's name and content), not
+// by where it lives: the same answer in another folder (a copy, a new
+// temporary folder each run, as lab watch's and the starters' tests make) is
+// then the same package in the same cache directory, and go build finds its
+// binaries up to date instead of linking them again. Whether a binary is up
+// to date go decides from its build ID, never from this name: a file changed
+// after it was hashed is built from what go reads.
+func answerPackage(o grade.Request) (pkg string, external map[string]string, key string, err error) {
 	if !filepath.IsAbs(o.Answer) {
-		return "./" + o.Answer, nil, nil
+		return "./" + o.Answer, nil, strings.NewReplacer("/", "_", ".", "_").Replace(o.Answer), nil
 	}
 	files, err := filepath.Glob(filepath.Join(o.Answer, "*.go"))
 	if err != nil {
-		return "", nil, err
+		return "", nil, "", err
 	}
 	files = slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, "_test.go") })
 	if len(files) == 0 {
-		return "", nil, fmt.Errorf("answer %s has no .go files: give the directory of your main package", o.Answer)
+		return "", nil, "", fmt.Errorf("answer %s has no .go files: give the directory of your main package", o.Answer)
 	}
-	sum := sha256.Sum256([]byte(o.Answer))
-	virtual := filepath.Join(o.Root, "labexternal", hex.EncodeToString(sum[:6]))
+	h := sha256.New()
+	for _, f := range files { // sorted: Glob sorts
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", nil, "", fmt.Errorf("reading the answer: %w", err)
+		}
+		fmt.Fprintf(h, "%s %d\n", filepath.Base(f), len(data))
+		h.Write(data)
+	}
+	name := hex.EncodeToString(h.Sum(nil)[:8])
+	virtual := filepath.Join(o.Root, "labexternal", name)
 	ext := map[string]string{}
 	for _, f := range files {
 		ext[filepath.Join(virtual, filepath.Base(f))] = f
 	}
 	rel, _ := filepath.Rel(o.Root, virtual)
-	return "./" + filepath.ToSlash(rel), ext, nil
-}
-
-// answerKey names an answer's cache directory.
-func answerKey(o grade.Request) (string, error) {
-	if filepath.IsAbs(o.Answer) {
-		sum := sha256.Sum256([]byte(o.Answer))
-		return "external_" + hex.EncodeToString(sum[:6]), nil
-	}
-	return strings.NewReplacer("/", "_", ".", "_").Replace(o.Answer), nil
+	return "./" + filepath.ToSlash(rel), ext, "external_" + name, nil
 }
 
 // keyFile holds the schema selectors' key between checks, so that the same

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/grade"
 	"quoteflowlab.dev/lab/internal/report"
+	"quoteflowlab.dev/lab/internal/runner"
 	"quoteflowlab.dev/lab/internal/variant"
 )
 
@@ -406,6 +408,49 @@ func main() {
 		}
 		if _, err := os.Stat(filepath.Join(root, "labexternal")); err == nil {
 			t.Errorf("the virtual package directory was created in the tree")
+		}
+		builds := func() []string {
+			dirs, _ := filepath.Glob(filepath.Join(root, ".lab", "cache", "*", "external_*"))
+			return dirs
+		}
+		first := builds()
+		if len(first) != 1 {
+			t.Fatalf("cache directories of outside answers: %q, want one", first)
+		}
+		// A mark after the binary's end (it still runs) stays only if go
+		// build finds the binary up to date and does not link it again.
+		bin := filepath.Join(first[0], runner.Exe("answer"))
+		const mark = "\nnot linked again\n"
+		f, err := os.OpenFile(bin, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(mark); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+
+		// The same answer in another folder is the same build.
+		copied := t.TempDir()
+		write(t, filepath.Join(copied, "main.go"), refAnswer)
+		if r := toyCheck(t, root, grade.Request{Answer: copied}); r.Verdict != report.Passed {
+			t.Fatalf("the copy: verdict %s (%s)", r.Verdict, r.Summary)
+		}
+		data, err := os.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := builds(); !slices.Equal(got, first) || !strings.HasSuffix(string(data), mark) {
+			t.Errorf("the same answer in another folder: cache directories %q (want %q); binary linked again: %v (want false)", got, first, !strings.HasSuffix(string(data), mark))
+		}
+
+		// A changed answer is another build.
+		write(t, filepath.Join(copied, "main.go"), refAnswer+"\n// changed\n")
+		if r := toyCheck(t, root, grade.Request{Answer: copied}); r.Verdict != report.Passed {
+			t.Fatalf("the changed copy: verdict %s (%s)", r.Verdict, r.Summary)
+		}
+		if got := builds(); len(got) != 2 {
+			t.Errorf("after a change: cache directories %q, want two", got)
 		}
 	})
 }
