@@ -21,6 +21,14 @@ import (
 // Restore finds what it changed, puts the files back, and says which. The
 // course is about 300 files and 2 MB, held in memory.
 //
+// Restore runs after every run of an answer, so it reads again only the
+// files whose status changed: on Linux a file whose device, inode, size,
+// mode, modification time and change time are what they were when it was
+// last read holds what it held then. Any write, rename over it, chmod or
+// touch sets the change time to the present, which no process can set back
+// (os.Chtimes sets the modification time, and sets the change time to now).
+// Elsewhere every file is read each time.
+//
 // Lab cannot tell an answer's write from a person's (an edit saved in an
 // editor, a git pull while a check runs), so nothing it finds is thrown
 // away: each changed or new file is first copied, as found, into
@@ -35,6 +43,7 @@ type Guard struct {
 type guarded struct {
 	data []byte
 	mode fs.FileMode
+	id   fileID // the file's status when data was read; zero: not known
 }
 
 // Guarded says whether grading depends on the file at rel (a slash path
@@ -54,14 +63,16 @@ func Guarded(rel string) bool {
 
 // NewGuard reads what grading depends on under root.
 func NewGuard(root string) (*Guard, error) {
-	files, err := readGuarded(root)
+	files, err := readGuarded(root, nil)
 	if err != nil {
 		return nil, err
 	}
 	return &Guard{root: root, files: files}, nil
 }
 
-func readGuarded(root string) (map[string]guarded, error) {
+// readGuarded reads what grading depends on under root; a file whose
+// status is what it was when prev's copy was read is prev's copy.
+func readGuarded(root string, prev map[string]guarded) (map[string]guarded, error) {
 	files := map[string]guarded{}
 	add := func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -83,11 +94,19 @@ func readGuarded(root string) (map[string]guarded, error) {
 			files[rel] = guarded{mode: info.Mode()} // a link or a device: its kind is what counts
 			return nil
 		}
+		id := statID(info)
+		if was, ok := prev[rel]; ok && id.known() && was.id == id {
+			files[rel] = was
+			return nil
+		}
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
-		files[rel] = guarded{data: data, mode: info.Mode()}
+		if after, err := os.Lstat(path); err != nil || statID(after) != id {
+			id = fileID{} // changed while it was read: read it again next time
+		}
+		files[rel] = guarded{data: data, mode: info.Mode(), id: id}
 		return nil
 	}
 	for _, top := range []string{"checkpoints", "lessons"} {
@@ -117,7 +136,7 @@ func (g *Guard) Restore() []string {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	now, err := readGuarded(g.root)
+	now, err := readGuarded(g.root, g.files)
 	if err != nil {
 		return []string{"(the course could not be read back: " + err.Error() + ")"}
 	}
@@ -125,6 +144,7 @@ func (g *Guard) Restore() []string {
 	for rel, was := range g.files {
 		is, ok := now[rel]
 		if ok && is.mode == was.mode && bytes.Equal(is.data, was.data) {
+			g.files[rel] = is // the same content: its new status need not be read again
 			continue
 		}
 		changed = append(changed, rel)

@@ -95,3 +95,41 @@ func TestGuardKeepsEveryVersionItFinds(t *testing.T) {
 		t.Errorf("README.md~4 exists: a version found twice is kept once")
 	}
 }
+
+// A change that keeps the file's size and puts its modification time back
+// (os.Chtimes) is found all the same, every time: Restore reads a file again
+// only when its status changed, and a write always changes the change time.
+func TestGuardFindsAChangeThatHidesItsTime(t *testing.T) {
+	root := t.TempDir()
+	file := filepath.Join(root, "checkpoints", "13", "quoteflow", "a.go")
+	os.MkdirAll(filepath.Dir(file), 0o755)
+	const body = "package quoteflow // good\n"
+	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewGuard(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		if got := g.Restore(); len(got) != 0 {
+			t.Fatalf("round %d: nothing changed, yet the guard says %v", round, got)
+		}
+		before, err := os.Stat(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte("package quoteflow // evil\n"), 0o644); err != nil { // same size
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(file, before.ModTime(), before.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+		if got := g.Restore(); !slices.Equal(got, []string{"checkpoints/13/quoteflow/a.go"}) {
+			t.Fatalf("round %d: a same-size change with its old modification time: Restore = %v", round, got)
+		}
+		if data, _ := os.ReadFile(file); string(data) != body {
+			t.Fatalf("round %d: not put back: %q", round, data)
+		}
+	}
+}
