@@ -68,7 +68,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	asJSON := fset.Bool("json", false, "print the results as one JSON document (progress goes to stderr)")
 	noCache := fset.Bool("no-cache", false, "rerun tests whose results go test has cached (go test -count=1)")
 	deep := fset.Bool("deep", false, "also run each checkpoint's own tests against each of its mutants (slower)")
-	docs := fset.Bool("docs", false, "only check the lesson pages' figures: run each `lab demo` a page shows and compare its figures with the page's, within the tolerances written beside them")
+	docs := fset.Bool("docs", false, "only check the lesson pages' figures: run each `lab demo` a page shows and compare its figures with the page's, within the tolerances written beside them (a demo whose figures drift is run once more, and that run decides)")
 	filters, code, ok := parseArgs(fset, args)
 	if !ok {
 		return code
