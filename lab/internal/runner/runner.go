@@ -66,6 +66,9 @@ type Result struct {
 	// BecomeSubreaper was called).
 	Orphans int
 	Err     error // could not start, or ctx was done first
+	// UpToDate: a Shelf found the binaries built from these very inputs
+	// and did not run the go command.
+	UpToDate bool
 }
 
 // markerEnv names the variable that marks every process of one run (a
@@ -230,12 +233,13 @@ func Build(ctx context.Context, dir, overlay, bin, pkg string) Result {
 	// build cache serves a clone at another path (or a second clone) with
 	// what the first compiled: the checkpoints, the mutant schemata, the
 	// tools. Without it every package's directory is part of its cache key.
-	args := []string{"build", "-trimpath", "-gcflags=-l", "-ldflags=-s -w", "-o", bin}
+	args := append([]string{"build"}, buildFlags...)
+	args = append(args, "-o", bin)
 	if overlay != "" {
 		args = append(args, "-overlay", overlay)
 	}
 	args = append(args, pkg)
-	return Run(ctx, Cmd{Name: GoCommand(), Args: args, Dir: dir, Env: []string{"GOWORK=off"}, Timeout: BuildTimeout})
+	return Run(ctx, Cmd{Name: GoCommand(), Args: args, Dir: dir, Env: buildEnv, Timeout: BuildTimeout})
 }
 
 // BuildInto runs one `go build` of every package in pkgs (main packages)
@@ -246,12 +250,13 @@ func BuildInto(ctx context.Context, dir, overlay, out string, pkgs ...string) Re
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return Result{ExitCode: -1, Err: err}
 	}
-	args := []string{"build", "-trimpath", "-gcflags=-l", "-ldflags=-s -w", "-o", out + string(filepath.Separator)}
+	args := append([]string{"build"}, buildFlags...)
+	args = append(args, "-o", out+string(filepath.Separator))
 	if overlay != "" {
 		args = append(args, "-overlay", overlay)
 	}
 	args = append(args, pkgs...)
-	return Run(ctx, Cmd{Name: GoCommand(), Args: args, Dir: dir, Env: []string{"GOWORK=off"}, Timeout: BuildTimeout})
+	return Run(ctx, Cmd{Name: GoCommand(), Args: args, Dir: dir, Env: buildEnv, Timeout: BuildTimeout})
 }
 
 // Exe adds the platform's executable suffix.

@@ -28,6 +28,7 @@ import (
 	"quoteflowlab.dev/lab/internal/grade"
 	"quoteflowlab.dev/lab/internal/machine"
 	"quoteflowlab.dev/lab/internal/report"
+	"quoteflowlab.dev/lab/internal/runner"
 )
 
 // Tools are the five programs an answer contains, one main package per folder.
@@ -57,6 +58,9 @@ type Options struct {
 	// directory, removed afterwards. A stable BinDir per answer (and overlay)
 	// lets go build skip relinking tools that did not change.
 	BinDir string
+	// Shelf, when not nil, builds: a tool whose inputs did not change since
+	// it built it is not handed to the go command (see runner.Shelf).
+	Shelf *runner.Shelf
 	// Progress, when not nil, receives one line per grading step.
 	Progress io.Writer
 	// Machine watches how busy the machine is; nil: a monitor of Grade's own.

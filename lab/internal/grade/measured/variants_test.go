@@ -19,7 +19,6 @@ import (
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/grade"
 	"quoteflowlab.dev/lab/internal/report"
-	"quoteflowlab.dev/lab/internal/runner"
 	"quoteflowlab.dev/lab/internal/variant"
 )
 
@@ -199,21 +198,20 @@ func referenceBins(t *testing.T) string {
 			give = func() { os.RemoveAll(dir) }
 		}
 		refDir, refGive = dir, give
+		// One go build of the five tools, skipped when nothing they are
+		// built from changed since the last run (the stamps' key is kept
+		// with them; nothing runs in this folder).
 		root, l := repoRoot(t), e15()
-		var wg sync.WaitGroup
-		var mu sync.Mutex
+		key := grade.TakeKey(dir, grade.ToolsKey)
+		defer grade.PutKey(dir, grade.ToolsKey, key)
+		var pkgs []string
 		for _, tool := range Tools {
-			wg.Go(func() {
-				src := filepath.Join(root, filepath.FromSlash(l.Reference()), tool)
-				res := runner.Build(context.Background(), src, "", filepath.Join(dir, runner.Exe(tool)), ".")
-				if !res.OK() {
-					mu.Lock()
-					refErr += tool + ": " + res.Output + " " + errText(res.Err) + "\n"
-					mu.Unlock()
-				}
-			})
+			pkgs = append(pkgs, "./"+tool)
 		}
-		wg.Wait()
+		src := filepath.Join(root, filepath.FromSlash(l.Reference()))
+		if res := grade.Shelf(root, key).BuildInto(context.Background(), src, "", dir, pkgs...); !res.OK() {
+			refErr = res.Output + " " + errText(res.Err)
+		}
 	})
 	if refErr != "" {
 		t.Fatalf("building the reference tools: %s", refErr)

@@ -23,7 +23,6 @@ package mutation
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -89,8 +88,9 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 		r.Verdict, r.Summary = report.Failed, "cannot read the course before running the answer: "+err.Error()
 		return r
 	}
-	c := &checker{o: o, mon: mon, r: &r, key: takeKey(o.CacheDir), guard: guard}
-	defer putKey(o.CacheDir, c.key)
+	c := &checker{o: o, mon: mon, r: &r, key: grade.TakeKey(o.CacheDir, grade.SchemataKey), guard: guard}
+	defer grade.PutKey(o.CacheDir, grade.SchemataKey, c.key)
+	c.shelf = grade.Shelf(o.Root, c.key)
 	if l.Redis {
 		// One redis-server for the whole check, started while the answer
 		// builds; each run gets a database of its own on it.
@@ -165,6 +165,9 @@ type checker struct {
 	o   grade.Request
 	mon grade.Monitor
 	key []byte // the schema selectors' key: in memory only while answers run
+	// shelf builds, skipping the go command for a binary whose inputs did
+	// not change since it was built (its stamps are keyed by key).
+	shelf *runner.Shelf
 	// guard restores what grading depends on after every run; tampered
 	// names what an answer changed there.
 	guard         *grade.Guard
@@ -230,12 +233,12 @@ func (c *checker) prepare(ctx context.Context, vs []variant.Variant) (*builds, e
 		return nil, err
 	}
 	defer b.clean() // what the build read says which selector is which
-	b.mainRes = runner.Build(ctx, o.Root, overlay, b.main, b.pkg)
+	b.mainRes = c.shelf.Build(ctx, o.Root, overlay, b.main, b.pkg)
 	what := "the answer with the mutant schema (the checkpoint, every mutant and wheat)"
 	if b.schema == nil {
 		what = "the answer on the checkpoint"
 	}
-	c.step("build", what, b.mainRes.Elapsed)
+	c.built(what, b.mainRes)
 	if !b.mainRes.OK() && b.schema != nil && ctx.Err() == nil {
 		// Whose fault? Build the plain checkpoint: if that builds, the
 		// schema is not viable (a course bug), and each variant gets a
@@ -244,8 +247,8 @@ func (c *checker) prepare(ctx context.Context, vs []variant.Variant) (*builds, e
 		if err != nil {
 			return nil, err
 		}
-		res := runner.Build(ctx, o.Root, plain, b.main, b.pkg)
-		c.step("build", "the answer on the plain checkpoint (the schema did not build)", res.Elapsed)
+		res := c.shelf.Build(ctx, o.Root, plain, b.main, b.pkg)
+		c.built("the answer on the plain checkpoint (the schema did not build)", res)
 		if res.OK() {
 			c.note("the mutant schema did not build with this answer, so each mutant and wheat was built on its own (slower; a course bug worth reporting):\n" + report.Shorten(buildOutput(b.mainRes), 600))
 			for _, v := range b.schema.Members {
@@ -498,6 +501,15 @@ func (c *checker) step(kind, what string, d time.Duration) {
 	c.r.Timings.Add(kind, what, d.Milliseconds())
 }
 
+// built records a build's time, and that it was up to date when the shelf
+// did not start the go command.
+func (c *checker) built(what string, res runner.Result) {
+	if res.UpToDate {
+		what += ": up to date (nothing it reads changed since it was built; go build not run)"
+	}
+	c.step("build", what, res.Elapsed)
+}
+
 // note adds a note to the report; runs that go at once share it.
 func (c *checker) note(s string) {
 	c.mu.Lock()
@@ -533,8 +545,8 @@ func (c *checker) buildOwn(ctx context.Context, b *builds, vs []variant.Variant)
 				results <- built{v.Name, "", err.Error()}
 				return
 			}
-			res := runner.Build(ctx, c.o.Root, ovFile, bin, b.pkg)
-			c.step("build", "the answer on "+string(v.Kind)+" "+v.Name+" (a build of its own)", res.Elapsed)
+			res := c.shelf.Build(ctx, c.o.Root, ovFile, bin, b.pkg)
+			c.built("the answer on "+string(v.Kind)+" "+v.Name+" (a build of its own)", res)
 			if !res.OK() {
 				results <- built{v.Name, "", buildOutput(res)}
 				return
@@ -939,32 +951,4 @@ func answerPackage(o grade.Request) (pkg string, external map[string]string, key
 	}
 	rel, _ := filepath.Rel(o.Root, virtual)
 	return "./" + filepath.ToSlash(rel), ext, "external_" + name, nil
-}
-
-// keyFile holds the schema selectors' key between checks, so that the same
-// answer builds the same schema (the build cache helps); it is never on
-// disk while an answer runs.
-const keyFile = "schemata.key"
-
-// takeKey takes the key out of the cache folder: it is read and removed,
-// and kept in memory until putKey writes it back when the check is done.
-// A missing key (a first check, a check that was killed, two at once)
-// means a new one: only the build cache loses.
-func takeKey(cacheDir string) []byte {
-	file := filepath.Join(cacheDir, keyFile)
-	data, err := os.ReadFile(file)
-	os.Remove(file)
-	if err == nil && len(data) >= 16 {
-		return data
-	}
-	key := make([]byte, 32)
-	rand.Read(key)
-	return key
-}
-
-// putKey writes the key back once no answer runs.
-func putKey(cacheDir string, key []byte) {
-	if os.MkdirAll(cacheDir, 0o755) == nil {
-		_ = os.WriteFile(filepath.Join(cacheDir, keyFile), key, 0o600)
-	}
 }
