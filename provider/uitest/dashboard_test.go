@@ -235,8 +235,33 @@ type page struct {
 // openBrowser starts a headless Chromium that talks to the test over a
 // pipe and reaches only loopback, with a fresh profile; it is stopped, with
 // its whole process group, when the test ends.
+//
+// A browser that exits before it is up (on a busy machine Chromium now and
+// then crashes while it starts, with nothing of the test yet run) is
+// started again, at most startAttempts times in all; one that never comes
+// up fails the test, saying each attempt's error.
 func openBrowser(t *testing.T, path string) *page {
 	t.Helper()
+	var errs []string
+	for attempt := 1; attempt <= startAttempts; attempt++ {
+		p, err := startBrowser(t, path)
+		if err == nil {
+			if attempt > 1 {
+				t.Logf("%s started on attempt %d; before: %s", path, attempt, strings.Join(errs, "; "))
+			}
+			return p
+		}
+		errs = append(errs, fmt.Sprintf("attempt %d: %v", attempt, err))
+	}
+	t.Fatalf("starting %s: %s", path, strings.Join(errs, "\n"))
+	return nil
+}
+
+// startAttempts bounds how often openBrowser starts a browser.
+const startAttempts = 3
+
+// startBrowser starts one browser; it is stopped when the test ends.
+func startBrowser(t *testing.T, path string) (*page, error) {
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(path),
 		chromedp.Flag("headless", true),
@@ -253,6 +278,17 @@ func openBrowser(t *testing.T, path string) *page {
 		chromedp.ModifyCmdFunc(ownGroup),
 	)
 	ctx, cancelTab := chromedp.NewContext(allocCtx)
+	stop := func() {
+		var pid int
+		if b := chromedp.FromContext(ctx).Browser; b != nil && b.Process() != nil {
+			pid = b.Process().Pid
+		}
+		cancelTab()
+		cancelAlloc()
+		if pid > 0 {
+			killGroup(pid)
+		}
+	}
 	// The first Run starts the browser; bound it without bounding the
 	// browser's life (a timeout on this context would end the browser).
 	started := make(chan error, 1)
@@ -260,27 +296,15 @@ func openBrowser(t *testing.T, path string) *page {
 	select {
 	case err := <-started:
 		if err != nil {
-			cancelTab()
-			cancelAlloc()
-			t.Fatalf("starting %s: %v", path, err)
+			stop()
+			return nil, err
 		}
 	case <-time.After(30 * time.Second):
-		cancelTab()
-		cancelAlloc()
-		t.Fatalf("%s did not start within 30 s", path)
+		stop()
+		return nil, fmt.Errorf("did not start within 30 s")
 	}
-	var pid int
-	if b := chromedp.FromContext(ctx).Browser; b != nil && b.Process() != nil {
-		pid = b.Process().Pid
-	}
-	t.Cleanup(func() {
-		cancelTab()
-		cancelAlloc()
-		if pid > 0 {
-			killGroup(pid)
-		}
-	})
-	return &page{t: t, ctx: ctx}
+	t.Cleanup(stop)
+	return &page{t: t, ctx: ctx}, nil
 }
 
 // waitFor waits until the JavaScript predicate holds, at most limit; on
