@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"quoteflowlab.dev/internal/kept"
 	"slices"
 	"strconv"
 	"strings"
@@ -144,6 +145,20 @@ func toyRepo(t *testing.T) string {
 	for name, e := range toyEdits {
 		writeEdit(t, root, name, e)
 	}
+	// The checks' cache (toyCheck's default) is kept from one run of the
+	// test to the next, as a student's .lab/cache is from one check to the
+	// next: an answer whose source is what it was is not built again (the
+	// toy course is written to a new folder each run, and an answer in it
+	// is the same package with the same content).
+	if err := os.MkdirAll(filepath.Join(root, ".lab"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	test, _, _ := strings.Cut(t.Name(), "/")
+	give, err := kept.TakeAs("mutation-toy-"+test, filepath.Join(root, ".lab", "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(give)
 	return root
 }
 
