@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/fileid"
 )
 
 // A Guard keeps what grading depends on as it was before any answer ran:
@@ -43,7 +44,7 @@ type Guard struct {
 type guarded struct {
 	data []byte
 	mode fs.FileMode
-	id   fileID // the file's status when data was read; zero: not known
+	id   fileid.ID // the file's status when data was read; zero: not known
 }
 
 // Guarded says whether grading depends on the file at rel (a slash path
@@ -94,8 +95,8 @@ func readGuarded(root string, prev map[string]guarded) (map[string]guarded, erro
 			files[rel] = guarded{mode: info.Mode()} // a link or a device: its kind is what counts
 			return nil
 		}
-		id := statID(info)
-		if was, ok := prev[rel]; ok && id.known() && was.id == id {
+		id := fileid.Of(info)
+		if was, ok := prev[rel]; ok && id.Known() && was.id == id {
 			files[rel] = was
 			return nil
 		}
@@ -103,8 +104,8 @@ func readGuarded(root string, prev map[string]guarded) (map[string]guarded, erro
 		if err != nil {
 			return err
 		}
-		if after, err := os.Lstat(path); err != nil || statID(after) != id {
-			id = fileID{} // changed while it was read: read it again next time
+		if after, err := os.Lstat(path); err != nil || fileid.Of(after) != id {
+			id = fileid.ID{} // changed while it was read: read it again next time
 		}
 		files[rel] = guarded{data: data, mode: info.Mode(), id: id}
 		return nil

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -17,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"quoteflowlab.dev/lab/internal/fileid"
 )
 
 // A Shelf builds as Build and BuildInto do, but does not start the go
@@ -47,8 +48,12 @@ import (
 // inputs and of the binary as it is now, byte for byte: a binary replaced
 // or patched does not pass, and without Key no process can write a stamp
 // that does. Key is a secret the caller keeps from the answers it runs.
-// The inputs are hashed before and after a build, and the stamp is written
-// only when both agree (a file saved during the build leaves no stamp).
+// After the build the stamp is written only when nothing changed while go
+// built: each of the module's files has the status (fileid: device,
+// inode, size, mode, modification and change time) it had when it was
+// hashed, so a file saved during the build leaves no stamp even when saved
+// back as it was; where a status says nothing (not Linux, a symbolic link)
+// everything is hashed again and compared.
 //
 // For a nil Shelf or an empty Key every build runs the go command.
 type Shelf struct {
@@ -89,16 +94,22 @@ func (s *Shelf) build(dir, overlay string, pkgs, bins []string, run func() Resul
 		return run()
 	}
 	start := time.Now()
-	before, ok := buildInputs(dir, overlay, pkgs, s.Skip)
-	if ok && s.stamped(before, bins) {
+	before, ok := readInputs(dir, overlay, pkgs, s.Skip, true)
+	if ok && s.stamped(before.sum, bins) {
 		return Result{Elapsed: time.Since(start), UpToDate: true}
 	}
 	res := run()
 	if !ok || !res.OK() {
 		return res
 	}
-	if after, ok := buildInputs(dir, overlay, pkgs, s.Skip); ok && bytes.Equal(before, after) {
-		s.stamp(before, bins)
+	// Did anything change while go built? Where every file's status is
+	// known, its status says (no file is read again); else the content.
+	if before.status != nil {
+		if after, ok := readInputs(dir, overlay, pkgs, s.Skip, false); ok && bytes.Equal(before.status, after.status) {
+			s.stamp(before.sum, bins)
+		}
+	} else if after, ok := readInputs(dir, overlay, pkgs, s.Skip, true); ok && bytes.Equal(before.sum, after.sum) {
+		s.stamp(before.sum, bins)
 	}
 	return res
 }
@@ -157,39 +168,64 @@ var buildFlags = []string{"-trimpath", "-gcflags=-l", "-ldflags=-s -w"}
 // buildEnv is what every build adds to the lab's environment.
 var buildEnv = []string{"GOWORK=off"}
 
-// buildInputs hashes what a build of pkgs in dir (with overlay) could read;
-// ok is false when it cannot be sure it saw all of it.
-func buildInputs(dir, overlay string, pkgs, skip []string) (sum []byte, ok bool) {
-	h := sha256.New()
-	fmt.Fprintf(h, "lab build inputs 1\nflags %q\npkgs %q\n", buildFlags, pkgs)
-	if !hashGo(h) {
-		return nil, false
+// inputs are what a build could read, hashed.
+type inputs struct {
+	sum []byte // the content of every file
+	// status is the same with the status of each of the module's files
+	// (fileid) for its content: the status changes whenever the content
+	// does. nil where a file's status says nothing (not Linux, a link).
+	status []byte
+}
+
+// readInputs hashes what a build of pkgs in dir (with overlay) could read;
+// ok is false when it cannot be sure it saw all of it. Without contents,
+// the module's files are not read, and only status is set (ok is false
+// when it cannot be).
+func readInputs(dir, overlay string, pkgs, skip []string, contents bool) (in inputs, ok bool) {
+	h, st := sha256.New(), sha256.New()
+	both := io.MultiWriter(h, st)
+	fmt.Fprintf(both, "lab build inputs 1\nflags %q\npkgs %q\n", buildFlags, pkgs)
+	if !hashGo(both) {
+		return in, false
 	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, false
+		return in, false
 	}
 	mod := moduleRoot(dir)
 	if mod == "" {
-		return nil, false
+		return in, false
 	}
 	rel, err := filepath.Rel(mod, dir)
 	if err != nil {
-		return nil, false
+		return in, false
 	}
-	fmt.Fprintf(h, "dir %s\n", filepath.ToSlash(rel))
-	if overlay != "" && !hashOverlay(h, mod, overlay) {
-		return nil, false
+	fmt.Fprintf(both, "dir %s\n", filepath.ToSlash(rel))
+	if overlay != "" && !hashOverlay(both, mod, overlay) {
+		return in, false
 	}
-	if !hashModule(h, mod, skip) {
-		return nil, false
+	ok, known := hashModule(h, st, mod, skip, contents)
+	if !ok || !contents && !known {
+		return in, false
 	}
-	return h.Sum(nil), true
+	if contents {
+		in.sum = h.Sum(nil)
+	}
+	if known {
+		in.status = st.Sum(nil)
+	}
+	return in, true
+}
+
+// buildInputs is the hash of everything a build could read.
+func buildInputs(dir, overlay string, pkgs, skip []string) ([]byte, bool) {
+	in, ok := readInputs(dir, overlay, pkgs, skip, true)
+	return in.sum, ok
 }
 
 // hashGo hashes the go command, its GOROOT's VERSION and go.env, the
 // environment go reads, and the go env file.
-func hashGo(h hash.Hash) bool {
+func hashGo(h io.Writer) bool {
 	goCmd, err := exec.LookPath(GoCommand())
 	if err != nil {
 		return false
@@ -274,7 +310,7 @@ func moduleRoot(dir string) string {
 
 // hashOverlay hashes an overlay's replacements: each path (from the module
 // when inside it) with the content that replaces it.
-func hashOverlay(h hash.Hash, mod, overlay string) bool {
+func hashOverlay(h io.Writer, mod, overlay string) bool {
 	data, err := os.ReadFile(overlay)
 	if err != nil {
 		return false
@@ -308,17 +344,20 @@ func hashOverlay(h hash.Hash, mod, overlay string) bool {
 	return true
 }
 
-// hashModule hashes every file of the module at mod: its path and content.
-func hashModule(h hash.Hash, mod string, skip []string) bool {
+// hashModule hashes every file of the module at mod: its path and, with
+// contents, its content into h; its path and status into st. known says
+// every file's status was known.
+func hashModule(h, st io.Writer, mod string, skip []string, contents bool) (ok, known bool) {
 	if !replacesInside(mod) {
-		return false
+		return false, false
 	}
 	files, size := 0, int64(0)
-	ok := true
+	ok, known = true, true
 	err := filepath.WalkDir(mod, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
+		link := false
 		switch {
 		case d.IsDir():
 			if path != mod && (d.Name() == ".git" || d.Name() == ".lab" || slices.Contains(skip, path)) {
@@ -330,7 +369,26 @@ func hashModule(h hash.Hash, mod string, skip []string) bool {
 				ok = false // a link to a folder: go may read what this walk does not
 				return filepath.SkipAll
 			}
+			link = true // its status is the link's, not its target's
 		case !d.Type().IsRegular():
+			return nil
+		}
+		rel, _ := filepath.Rel(mod, path)
+		info, err := d.Info() // before the content: a write after it changes the status
+		if err != nil {
+			return err
+		}
+		id := fileid.Of(info).String()
+		if id == "" || link {
+			known = false
+		}
+		fmt.Fprintf(st, "file %q %s\n", filepath.ToSlash(rel), id)
+		files++
+		if files > maxTreeFiles {
+			ok = false
+			return filepath.SkipAll
+		}
+		if !contents {
 			return nil
 		}
 		f, err := os.Open(path)
@@ -338,21 +396,20 @@ func hashModule(h hash.Hash, mod string, skip []string) bool {
 			return err
 		}
 		defer f.Close()
-		rel, _ := filepath.Rel(mod, path)
 		fmt.Fprintf(h, "file %q\n", filepath.ToSlash(rel))
 		n, err := io.Copy(h, io.LimitReader(f, maxTreeBytes-size+1))
 		if err != nil {
 			return err
 		}
-		files, size = files+1, size+n
-		if files > maxTreeFiles || size > maxTreeBytes {
+		size += n
+		if size > maxTreeBytes {
 			ok = false
 			return filepath.SkipAll
 		}
 		fmt.Fprintf(h, "\n%d\n", n)
 		return nil
 	})
-	return ok && err == nil
+	return ok && err == nil, known
 }
 
 // replacesInside says whether every replace directive of mod's go.mod that
