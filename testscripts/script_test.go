@@ -422,11 +422,14 @@ func checkpointCount() string {
 
 // cmdPasses runs `lab ARGS` (a lab check of a reference answer) as exec
 // does, and when it exits 3 (INCONCLUSIVE: the machine was too busy to
-// judge a timing, twice) runs it once more, as a student is told to: the
-// suite runs dozens of gradings at once, and a correct answer is never to be
-// failed for that, nor taken as passed without a verdict. Any other exit
-// code, or a second INCONCLUSIVE, fails the script. Its stdout and stderr
-// are the last run's.
+// judge a timing, twice) runs it once more, as a student is told to ("close
+// what keeps the machine busy, or wait for it, then run lab check again"):
+// the suite runs dozens of gradings at once, and a correct answer is never
+// to be failed for that, nor taken as passed without a verdict. Before the
+// second run it waits, at most quietWait, for the machine to be less busy
+// (in CI the checkpoints' suites run under the race detector beside it).
+// Any other exit code, or a second INCONCLUSIVE, fails the script. Its
+// stdout and stderr are the last run's.
 func cmdPasses(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
 		ts.Fatalf("usage: passes ARGS (of lab)")
@@ -434,12 +437,55 @@ func cmdPasses(ts *testscript.TestScript, neg bool, args []string) {
 	err := ts.Exec("lab", args...)
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == 3 {
-		ts.Logf("lab %s: INCONCLUSIVE (the machine was too busy to judge): checked once more", strings.Join(args, " "))
+		ts.Logf("lab %s: INCONCLUSIVE (the machine was too busy to judge): checked once more, %s", strings.Join(args, " "), waitForQuieter())
 		err = ts.Exec("lab", args...)
 	}
 	if err != nil {
 		ts.Fatalf("lab %s: %v", strings.Join(args, " "), err)
 	}
+}
+
+// quietWait bounds how long waitForQuieter waits.
+const quietWait = 90 * time.Second
+
+// waitForQuieter waits until, over one second, tasks waited for a CPU
+// less than half the time (Linux's CPU pressure), at most quietWait, and
+// says how long it waited and whether the machine was quieter then. Where
+// the pressure is not reported it does not wait.
+func waitForQuieter() string {
+	start := time.Now()
+	prev, ok := cpuStall()
+	if !ok {
+		return "at once (no CPU pressure to wait on)"
+	}
+	at := start
+	for time.Since(start) < quietWait {
+		time.Sleep(time.Second)
+		cur, _ := cpuStall()
+		now := time.Now()
+		share := float64(cur-prev) / float64(now.Sub(at))
+		if share < 0.5 {
+			return fmt.Sprintf("after %s, once tasks waited for a CPU %.0f%% of a second", now.Sub(start).Round(time.Second), 100*share)
+		}
+		prev, at = cur, now
+	}
+	return fmt.Sprintf("after %s, the machine still busy", quietWait)
+}
+
+// cpuStall is the cumulative time some task of the machine waited for a
+// CPU (/proc/pressure/cpu, Linux 4.20+); false where it is not reported.
+func cpuStall() (time.Duration, bool) {
+	data, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return 0, false
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	_, total, ok := strings.Cut(line, "total=")
+	if !ok {
+		return 0, false
+	}
+	us, err := strconv.ParseInt(strings.TrimSpace(total), 10, 64)
+	return time.Duration(us) * time.Microsecond, err == nil
 }
 
 // pathWithoutScriptCommands is PATH without the directory testscript puts
