@@ -136,6 +136,7 @@ import (
 	"testing"
 	"time"
 
+	"quoteflowlab.dev/internal/pressure"
 	"quoteflowlab.dev/internal/testpar"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -454,14 +455,14 @@ const quietWait = 90 * time.Second
 // the pressure is not reported it does not wait.
 func waitForQuieter() string {
 	start := time.Now()
-	prev, ok := cpuStall()
+	prev, ok := pressure.CPUStall()
 	if !ok {
 		return "at once (no CPU pressure to wait on)"
 	}
 	at := start
 	for time.Since(start) < quietWait {
 		time.Sleep(time.Second)
-		cur, _ := cpuStall()
+		cur, _ := pressure.CPUStall()
 		now := time.Now()
 		share := float64(cur-prev) / float64(now.Sub(at))
 		if share < 0.5 {
@@ -470,22 +471,6 @@ func waitForQuieter() string {
 		prev, at = cur, now
 	}
 	return fmt.Sprintf("after %s, the machine still busy", quietWait)
-}
-
-// cpuStall is the cumulative time some task of the machine waited for a
-// CPU (/proc/pressure/cpu, Linux 4.20+); false where it is not reported.
-func cpuStall() (time.Duration, bool) {
-	data, err := os.ReadFile("/proc/pressure/cpu")
-	if err != nil {
-		return 0, false
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	_, total, ok := strings.Cut(line, "total=")
-	if !ok {
-		return 0, false
-	}
-	us, err := strconv.ParseInt(strings.TrimSpace(total), 10, 64)
-	return time.Duration(us) * time.Microsecond, err == nil
 }
 
 // pathWithoutScriptCommands is PATH without the directory testscript puts

@@ -12,13 +12,12 @@
 package machine
 
 import (
-	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"quoteflowlab.dev/internal/pressure"
 	"quoteflowlab.dev/lab/internal/report"
 )
 
@@ -82,7 +81,7 @@ func (m *Monitor) loop() {
 			return
 		case now := <-t.C:
 			lag := max(now.Sub(want), 0)
-			st, ok := cpuStall()
+			st, ok := pressure.CPUStall()
 			m.mu.Lock()
 			m.lags = append(m.lags, lag)
 			if ok {
@@ -137,22 +136,6 @@ func summarize(lags []time.Duration, stall []sample) report.Machine {
 	}
 	m.Busy = at(0.99) >= BusyLagP99
 	return m
-}
-
-// cpuStall reads the cumulative time some task waited for a CPU
-// (/proc/pressure/cpu, Linux 4.20+).
-func cpuStall() (time.Duration, bool) {
-	data, err := os.ReadFile("/proc/pressure/cpu")
-	if err != nil {
-		return 0, false
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	_, total, ok := strings.Cut(line, "total=")
-	if !ok {
-		return 0, false
-	}
-	us, err := strconv.ParseInt(strings.TrimSpace(total), 10, 64)
-	return time.Duration(us) * time.Microsecond, err == nil
 }
 
 // Describe says in a sentence how busy the machine was.
