@@ -34,7 +34,8 @@
 //	    a kill land for up to a second.
 //
 //	freeport VAR
-//	    Sets $VAR to a port number that was free on 127.0.0.1 a moment ago.
+//	    Sets $VAR to a port number that was free on 127.0.0.1 a moment ago,
+//	    drawn below the kernel's ephemeral range so no listener on :0 takes it.
 //
 //	[!] waitport [-timeout D] HOST:PORT [D]
 //	    Waits until a TCP connect to HOST:PORT succeeds (timeout D, as a flag
@@ -122,6 +123,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -813,11 +815,60 @@ func cmdFreeport(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: freeport VAR")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	ts.Check(err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	ts.Check(ln.Close())
 	ts.Setenv(args[0], strconv.Itoa(port))
+}
+
+var handedPorts struct {
+	sync.Mutex
+	m map[int]bool
+}
+
+// freePort returns a loopback port that was free a moment ago, for a server
+// a script starts with --addr. It is drawn below the kernel's ephemeral
+// range, never handed out twice by this process: a port the kernel gave out
+// for 127.0.0.1:0 goes back to the pool when closed, and a listener another
+// parallel script (or its provider, its redis-server) opens on :0 could
+// take it before the script's server binds it, so that waitport would see
+// the other server's port open and the next request find it gone.
+func freePort() (int, error) {
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				lo = n
+			}
+		}
+	}
+	const base = 20000
+	handedPorts.Lock()
+	defer handedPorts.Unlock()
+	if handedPorts.m == nil {
+		handedPorts.m = map[int]bool{}
+	}
+	for range 200 {
+		if lo-base < 1000 {
+			break // the ephemeral range starts too low to stay out of it
+		}
+		p := base + mrand.IntN(lo-base)
+		if handedPorts.m[p] {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		handedPorts.m[p] = true
+		return p, nil
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // cmdWaitport waits until a TCP connect to an address succeeds.
