@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/grade"
@@ -85,6 +86,13 @@ func (g *Grader) Doing() string {
 // tools is swapped in through an overlay first; the answer's files stay as
 // they are.
 func check(ctx context.Context, o grade.Request, v variant.Variant) report.Report {
+	return checkWithin(ctx, o, v, 0)
+}
+
+// checkWithin is check with every tool run bounded by runBound where a
+// scenario sets no tighter bound (0: runTimeout), for tests of a variant
+// that never ends.
+func checkWithin(ctx context.Context, o grade.Request, v variant.Variant, runBound time.Duration) report.Report {
 	if o.Answer == "" {
 		o.Answer = o.Lesson.Starter()
 	}
@@ -97,7 +105,7 @@ func check(ctx context.Context, o grade.Request, v variant.Variant) report.Repor
 		Variant:       v.Name,
 		Properties:    []report.Prop{},
 	}
-	opts := Options{Root: o.Root, Dir: filepath.FromSlash(o.Answer), Only: o.Only}
+	opts := Options{Root: o.Root, Dir: filepath.FromSlash(o.Answer), Only: o.Only, RunTimeout: runBound}
 	cacheName := toolsCacheName(o.Answer)
 	if v.Name != "" {
 		cacheName += "@" + v.Name // a variant's binaries never overwrite the answer's own

@@ -70,7 +70,7 @@ func (g *grader) checkCall(ctx context.Context) {
 		}
 		jobs[name] = c.args(g.lab)
 	}
-	runs := g.runAll(ctx, "call", runTimeout, jobs)
+	runs := g.runAll(ctx, "call", g.runBound(), jobs)
 	outs := map[string]callOut{}
 	for key, r := range runs {
 		if r.problem != "" {

@@ -68,7 +68,7 @@ func (g *grader) checkDeadline(ctx context.Context) {
 		jobs[name], urls[name] = c.args(g.lab, keys[name])
 		specs[name] = &deadlineJob{budget: float64(c.budget), delays: c.delays()}
 	}
-	runs := g.runAll(ctx, "deadline", runTimeout, jobs)
+	runs := g.runAll(ctx, "deadline", g.runBound(), jobs)
 	outs := map[string]deadlineOut{}
 	for key := range jobs {
 		r := runs[key]

@@ -13,7 +13,8 @@ import (
 )
 
 // runTimeout bounds one tool run; every scenario of a correct tool ends
-// well before. Scenarios may set a tighter bound.
+// well before. Scenarios may set a tighter bound; Options.RunTimeout
+// replaces it.
 const runTimeout = 15 * time.Second
 
 // A run is one tool process: its output and the wall time the grader measured.
@@ -58,9 +59,18 @@ const spinCPU = 30 * time.Millisecond
 func (r run) wallMS() float64 { return float64(r.wall) / float64(time.Millisecond) }
 
 // exec runs tool with args and measures its wall time. The run is killed
-// after runTimeout.
+// after g.runBound().
 func (g *grader) exec(ctx context.Context, tool string, args ...string) run {
-	return g.execWithin(ctx, runTimeout, tool, args...)
+	return g.execWithin(ctx, g.runBound(), tool, args...)
+}
+
+// runBound is how long a tool run may take where a scenario sets no
+// tighter bound: Options.RunTimeout, or runTimeout.
+func (g *grader) runBound() time.Duration {
+	if g.opts.RunTimeout > 0 {
+		return g.opts.RunTimeout
+	}
+	return runTimeout
 }
 
 // execWithin is exec with its own time bound. The tool runs in a process
