@@ -46,9 +46,10 @@ const (
 	// event is sent again this often, so a page can tell a quiet lab from
 	// a dead feed.
 	streamHeartbeat = time.Second
-	// streamWriteTimeout drops a client that stops reading: a write of an
-	// event that has not gone out within it ends the stream.
-	streamWriteTimeout = 5 * time.Second
+	// DefaultStreamWriteTimeout drops a client that stops reading: a write
+	// of an event that has not gone out within it ends the stream (see
+	// Options.StreamWriteTimeout).
+	DefaultStreamWriteTimeout = 5 * time.Second
 	// streamSendBuffer is the kernel send buffer of a stream's connection
 	// (left to grow to megabytes, it would take minutes of events unread
 	// before a write blocked).
@@ -56,7 +57,7 @@ const (
 	// streamPadding is how much comment a stream opens with: more than a
 	// client's receive buffer and the lab's send buffer hold together (about
 	// 150 KB on Linux when the client never reads), so a client that never
-	// reads blocks this first write, and is dropped streamWriteTimeout
+	// reads blocks this first write, and is dropped the write timeout
 	// after it connected, however quiet the lab.
 	streamPadding = 256 << 10
 )
@@ -184,7 +185,7 @@ func (p *Provider) stream(w http.ResponseWriter, r *http.Request) {
 	)
 	// Reconnect after a second if the feed drops; then the padding, which a
 	// client that never reads cannot take (see streamPadding).
-	rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	rc.SetWriteDeadline(time.Now().Add(p.streamWriteTimeout))
 	if _, err := io.WriteString(w, "retry: 1000\n\n"); err != nil {
 		return
 	}
@@ -201,7 +202,7 @@ func (p *Provider) stream(w http.ResponseWriter, r *http.Request) {
 			buf.WriteString("event: stats\ndata: ")
 			buf.Write(data[:len(data)-1]) // without mustJSON's newline
 			buf.WriteString("\n\n")
-			rc.SetWriteDeadline(now.Add(streamWriteTimeout))
+			rc.SetWriteDeadline(now.Add(p.streamWriteTimeout))
 			if _, err := w.Write(buf.Bytes()); err != nil {
 				return
 			}

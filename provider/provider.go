@@ -54,6 +54,10 @@ type Options struct {
 	// same requests give the same latencies. `lab provider` passes --seed
 	// (DefaultSeed unless given); zero is a seed like any other.
 	Seed uint64
+	// StreamWriteTimeout drops a /stats/stream client that stops reading:
+	// a write that has not gone out within it ends the stream. Zero means
+	// DefaultStreamWriteTimeout; tests of the drop set it shorter.
+	StreamWriteTimeout time.Duration
 }
 
 // DefaultSeed is the seed `lab provider` uses without --seed.
@@ -73,8 +77,9 @@ type Provider struct {
 
 	// The dashboard's: a gauge per supplier of its requests running now
 	// (it survives resets too), and the open /stats/stream connections.
-	supplierActive [len(Suppliers)]atomic.Int64
-	streams        streamGate
+	supplierActive     [len(Suppliers)]atomic.Int64
+	streams            streamGate
+	streamWriteTimeout time.Duration // see Options.StreamWriteTimeout
 }
 
 // New returns a Provider configured by opts.
@@ -86,12 +91,17 @@ func New(opts Options) *Provider {
 	if opts.MaxKeys <= 0 {
 		opts.MaxKeys = DefaultMaxKeys
 	}
+	if opts.StreamWriteTimeout <= 0 {
+		opts.StreamWriteTimeout = DefaultStreamWriteTimeout
+	}
 	p := &Provider{
 		scale:   min(scale, MaxLatencyScale),
 		maxKeys: opts.MaxKeys,
 		seed:    opts.Seed,
 		normal:  make(map[quoteKey][]byte),
 		streams: newStreamGate(),
+
+		streamWriteTimeout: opts.StreamWriteTimeout,
 	}
 	p.state.Store(p.newState())
 	for k, q := range catalog {
