@@ -510,23 +510,25 @@ func TestWatchSavesDuringARunQueueOne(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "gate")
 	slow := []byte(slowAnswer)
 	write(t, main, slow, "")
-	p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + stateDir(t), "WATCH_TEST_PIDS=" + pids, "WATCH_TEST_GATE=" + gate}, "E12", "--poll", "--answer", dir)
+	// Polled every 100 ms, so that the waits below span several polls
+	// without waiting out the default 500 ms ones.
+	p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + stateDir(t), "WATCH_TEST_PIDS=" + pids, "WATCH_TEST_GATE=" + gate}, "E12", "--poll", "--poll-interval", "100ms", "--answer", dir)
 	waitPids(t, pids) // run 1 is running the answer, until the gate opens
 	var saved time.Time
 	for i := range 3 {
 		saved = write(t, main, slow, fmt.Sprintf("save %d", i))
 		time.Sleep(250 * time.Millisecond) // three separate changes, each debounced on its own
 	}
-	// Four polls (500 ms apart) after the third save, run 1 still going:
-	// then let it end. Run 2's answer finds the gate open and ends at once.
-	time.Sleep(2 * time.Second)
+	// Five polls after the third save, run 1 still going: then let it end.
+	// Run 2's answer finds the gate open and ends at once.
+	time.Sleep(500 * time.Millisecond)
 	write(t, gate, nil, "")
 	if v := p.waitLine(verdict, time.Minute); v.at.Before(saved) { // FAILED, or INCONCLUSIVE on a busy machine
 		t.Fatalf("run 1 ended before the third save, with its gate shut")
 	}
 	p.waitLine(regexp.MustCompile(`^── E12 · run 2 · `), 10*time.Second)
 	p.waitLine(verdict, time.Minute) // FAILED, or INCONCLUSIVE on a busy machine
-	p.quiet(runHeader, 2*time.Second)
+	p.quiet(runHeader, time.Second) // ten polls: no third run
 	if code := p.interrupt(); code != 0 {
 		t.Fatalf("Ctrl-C: exit %d, want 0", code)
 	}
