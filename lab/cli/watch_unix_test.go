@@ -528,7 +528,7 @@ func TestWatchSavesDuringARunQueueOne(t *testing.T) {
 	}
 	p.waitLine(regexp.MustCompile(`^── E12 · run 2 · `), 10*time.Second)
 	p.waitLine(verdict, time.Minute) // FAILED, or INCONCLUSIVE on a busy machine
-	p.quiet(runHeader, time.Second) // ten polls: no third run
+	p.quiet(runHeader, time.Second)  // ten polls: no third run
 	if code := p.interrupt(); code != 0 {
 		t.Fatalf("Ctrl-C: exit %d, want 0", code)
 	}
