@@ -21,7 +21,9 @@
 //     every boreal call sees its context cancelled and none is still running
 //     when the basket answer is back; boreal's failures are deadline, queued;
 //  4. boreal answering 429 with Retry-After-Ms to the first call of each line
-//     gets no retry before that many milliseconds, and the lines complete;
+//     gets no retry before that many milliseconds, and the lines complete
+//     (ask for a few hundred ms: a retry a tenth early must stand out from
+//     a busy machine's late timer);
 //  5. boreal answering 503 (an outage) leaves boreal queued on every line;
 //     once boreal is back, draining the queue (svc.Drain, what
 //     `quoteflow compensate --once` does) makes every line complete.
