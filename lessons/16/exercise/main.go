@@ -13,7 +13,8 @@
 // and whether a call ended because its context was cancelled. Then show that:
 //
 //  1. two baskets of 10 lines sent at once never have more than 6 calls at the
-//     suppliers at the same time (the service's one outbound limit);
+//     suppliers at the same time (the service's one outbound limit; let the
+//     fake hold each call some 20 ms, so that a seventh would overlap);
 //  2. boreal answering 404, or 200 with unit_cents as a string, is called
 //     once per line, and each line reports http_404 / invalid_data, not queued;
 //  3. with a 300 ms basket deadline (quoteflow.BasketPolicy{Deadline: ...,
