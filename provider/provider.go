@@ -54,6 +54,10 @@ type Options struct {
 	// same requests give the same latencies. `lab provider` passes --seed
 	// (DefaultSeed unless given); zero is a seed like any other.
 	Seed uint64
+	// BrownoutShape is how boreal fails inside scenario brownout's window:
+	// Brownout503 (also for "") or BrownoutHang. `lab provider` passes
+	// --brownout-shape. Any other value is taken as Brownout503.
+	BrownoutShape BrownoutShape
 	// StreamWriteTimeout drops a /stats/stream client that stops reading:
 	// a write that has not gone out within it ends the stream. Zero means
 	// DefaultStreamWriteTimeout; tests of the drop set it shorter.
@@ -66,14 +70,16 @@ const DefaultSeed = 1
 // Provider serves the suppliers, partner and control endpoints. Create it
 // with New; it is safe for concurrent use.
 type Provider struct {
-	scale     float64
-	maxKeys   int
-	seed      uint64
-	active    atomic.Int64          // gauge: handlers running now; survives resets
-	flights   flights               // the requests active counts, with their connections
-	state     atomic.Pointer[state] // counters and per-key state; Reset swaps in a new one
-	normal    map[quoteKey][]byte   // pre-encoded normal bodies: the hot path allocates nothing for them
-	blackhole *Blackhole            // set by Start before serving; nil when there is none
+	scale   float64
+	maxKeys int
+	seed    uint64
+	// brownoutShape is Options.BrownoutShape, Brownout503 or BrownoutHang.
+	brownoutShape BrownoutShape
+	active        atomic.Int64          // gauge: handlers running now; survives resets
+	flights       flights               // the requests active counts, with their connections
+	state         atomic.Pointer[state] // counters and per-key state; Reset swaps in a new one
+	normal        map[quoteKey][]byte   // pre-encoded normal bodies: the hot path allocates nothing for them
+	blackhole     *Blackhole            // set by Start before serving; nil when there is none
 
 	// The dashboard's: a gauge per supplier of its requests running now
 	// (it survives resets too), and the open /stats/stream connections.
@@ -98,10 +104,15 @@ func New(opts Options) *Provider {
 		scale:   min(scale, MaxLatencyScale),
 		maxKeys: opts.MaxKeys,
 		seed:    opts.Seed,
-		normal:  make(map[quoteKey][]byte),
-		streams: newStreamGate(),
+
+		brownoutShape: Brownout503,
+		normal:        make(map[quoteKey][]byte),
+		streams:       newStreamGate(),
 
 		streamWriteTimeout: opts.StreamWriteTimeout,
+	}
+	if opts.BrownoutShape == BrownoutHang {
+		p.brownoutShape = BrownoutHang
 	}
 	p.state.Store(p.newState())
 	for k, q := range catalog {

@@ -49,6 +49,9 @@ var scenarios = []scenario{
 	{name: "costlimited", since: 17, arrive: limitCost, answer: answerQuote}, // at most 100 units of qty in any 1000 ms, else 429
 	// Every supplier: a seeded latency, about 98 % 20-60 ms, about 2 % 1000-1500 ms.
 	{name: "tail", since: 18, plan: tailLatency, everySupplier: true, answer: answerQuote},
+	// boreal down for a stated window of its schedule (503 at once, or hung
+	// past any read limit: Options.BrownoutShape), healthy before and after.
+	{name: "brownout", since: 19, arrive: brownout, plan: brownoutLatency, answer: brownoutAnswer},
 }
 
 // Scenario timings (slowDelay and outageLength are × LatencyScale; the rate
@@ -104,6 +107,7 @@ type supplierCall struct {
 	hasBudget bool
 	qty       int       // the qty parameter: the order's quantity, the request's cost under costlimited (1 when absent)
 	nth       int64     // how many requests of this X-Request-ID this supplier had before this one (tail's key)
+	hang      bool      // brownout: this request arrived in the window of shape hang
 	hedged    bool      // another request of this X-Request-ID was running at this supplier when this one arrived
 	lost      bool      // lost_cancelled: its client hung up after a concurrent sibling had answered
 	first     bool      // flaky, reset: the first request of its X-Request-ID (noted on arrival)
@@ -402,4 +406,87 @@ func (c *supplierCall) ok(body []byte) int {
 func (c *supplierCall) fail(status int, code, detail string) int {
 	writeError(c.w, status, code, detail)
 	return status
+}
+
+// BrownoutShape is how boreal fails inside brownout's window.
+type BrownoutShape string
+
+const (
+	// Brownout503 answers 503 at once: a supplier that knows it is down.
+	Brownout503 BrownoutShape = "503"
+	// BrownoutHang holds each request for the schedule's hang (3 s ×
+	// LatencyScale), far past any client's read limit, then answers 503
+	// (504 at an X-Budget-Ms that comes first): a supplier that accepts
+	// and stalls.
+	BrownoutHang BrownoutShape = "hang"
+)
+
+// brownout's schedule, × LatencyScale, from boreal's first brownout request
+// after a reset: healthy for brownoutStart, down until brownoutEnd, then
+// healed. A hung request holds for brownoutHang.
+const (
+	brownoutStart = 6 * time.Second
+	brownoutEnd   = 14 * time.Second
+	brownoutHang  = 3 * time.Second
+)
+
+// brownoutPhase says where t (since the schedule began) falls.
+func brownoutPhase(t, start, end time.Duration) string {
+	switch {
+	case t < start:
+		return "healthy"
+	case t < end:
+		return "down"
+	}
+	return "healed"
+}
+
+// brownout starts the schedule on boreal's first brownout request after a
+// reset, and inside the window fails the request at once (shape 503) or
+// marks it to hang (shape hang).
+func brownout(p *Provider, c *supplierCall) int {
+	st := c.st
+	st.outageMu.Lock()
+	if st.brownoutBegan.IsZero() {
+		st.brownoutBegan = c.arrival
+	}
+	began := st.brownoutBegan
+	st.outageMu.Unlock()
+	start, end := p.scaled(brownoutStart), p.scaled(brownoutEnd)
+	at := c.arrival.Sub(began)
+	if brownoutPhase(at, start, end) != "down" {
+		return 0
+	}
+	st.brownoutFailed.Add(1)
+	if p.brownoutShape == BrownoutHang {
+		c.hang = true
+		return 0
+	}
+	return c.fail(http.StatusServiceUnavailable, "unavailable", fmt.Sprintf(
+		"boreal is down from %d to %d ms of its schedule (scenario brownout, shape 503); now at %d ms",
+		start.Milliseconds(), end.Milliseconds(), at.Milliseconds()))
+}
+
+// brownoutLatency is a hung request's hang, or else a seeded draw from
+// tail's fast range (keyed like tail's: the same seed and requests give the
+// same latencies), so a healthy boreal is a realistic one.
+func brownoutLatency(p *Provider, c *supplierCall) time.Duration {
+	if c.hang {
+		return brownoutHang
+	}
+	n := c.nth
+	if c.id == "" {
+		n = c.st.tailAnon.Add(1) - 1
+	}
+	_, frac := tailDraw(p.seed, c.supplier, c.id, n)
+	return tailFastMin + time.Duration(frac*float64(tailFastMax-tailFastMin))
+}
+
+// brownoutAnswer is the quote, or after a hang a 503.
+func brownoutAnswer(p *Provider, c *supplierCall) int {
+	if !c.hang {
+		return answerQuote(p, c)
+	}
+	return c.fail(http.StatusServiceUnavailable, "unavailable", fmt.Sprintf(
+		"boreal hung for %d ms (scenario brownout, shape hang)", p.scaled(brownoutHang).Milliseconds()))
 }

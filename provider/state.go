@@ -27,6 +27,9 @@ type state struct {
 
 	outageMu    sync.Mutex
 	outageStart time.Time // outage: boreal's first outage request; zero before it
+	// brownout: boreal's first brownout request, when its schedule began;
+	// zero before it (under outageMu).
+	brownoutBegan time.Time
 
 	blackholeBase uint32 // the blackhole's SYN drop counter when this state began
 }
@@ -39,23 +42,24 @@ type state struct {
 // reports is at most the total it reports (a request it sees the end of,
 // it also sees the start of).
 type counters struct {
-	total         atomic.Int64
-	maxActive     atomic.Int64
-	perSupplier   [len(Suppliers)]atomic.Int64
-	partnerReqs   atomic.Int64                    // /call and /budget requests
-	partnerPaths  [len(partnerPaths)]atomic.Int64 // /health, /call, /budget
-	perStatus     [600]atomic.Int64
-	abandoned     atomic.Int64 // planned work longer than X-Budget-Ms
-	clientGone    atomic.Int64 // the client left before the answer was complete
-	earlyRetries  atomic.Int64 // requests back before the Retry-After-Ms of their last 429
-	rateLimited   atomic.Int64 // 429s written by scenario ratelimited
-	costLimited   atomic.Int64 // 429s written by scenario costlimited
-	costAdmitted  atomic.Int64 // units of cost (qty) costlimited admitted
-	hedged        atomic.Int64 // requests that arrived while another of their X-Request-ID ran at that supplier
-	lostCancelled atomic.Int64 // requests of such a pair whose client hung up after a sibling answered
-	stragglers    atomic.Int64 // tail: requests drawn as stragglers
-	tailAnon      atomic.Int64 // tail: requests without an X-Request-ID so far (their key)
-	resets        atomic.Int64 // connections reset on purpose (scenario reset)
+	total          atomic.Int64
+	maxActive      atomic.Int64
+	perSupplier    [len(Suppliers)]atomic.Int64
+	partnerReqs    atomic.Int64                    // /call and /budget requests
+	partnerPaths   [len(partnerPaths)]atomic.Int64 // /health, /call, /budget
+	perStatus      [600]atomic.Int64
+	abandoned      atomic.Int64 // planned work longer than X-Budget-Ms
+	clientGone     atomic.Int64 // the client left before the answer was complete
+	earlyRetries   atomic.Int64 // requests back before the Retry-After-Ms of their last 429
+	rateLimited    atomic.Int64 // 429s written by scenario ratelimited
+	costLimited    atomic.Int64 // 429s written by scenario costlimited
+	costAdmitted   atomic.Int64 // units of cost (qty) costlimited admitted
+	hedged         atomic.Int64 // requests that arrived while another of their X-Request-ID ran at that supplier
+	lostCancelled  atomic.Int64 // requests of such a pair whose client hung up after a sibling answered
+	stragglers     atomic.Int64 // tail: requests drawn as stragglers
+	tailAnon       atomic.Int64 // tail: requests without an X-Request-ID so far (their key)
+	brownoutFailed atomic.Int64 // brownout: boreal requests that arrived inside the window
+	resets         atomic.Int64 // connections reset on purpose (scenario reset)
 }
 
 // newState returns an empty state.

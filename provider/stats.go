@@ -96,8 +96,26 @@ type Stats struct {
 
 // ScenarioParams are the fixed numbers of the scenarios that have them.
 type ScenarioParams struct {
-	CostLimited CostParams `json:"costlimited"`
-	Tail        TailParams `json:"tail"`
+	CostLimited CostParams       `json:"costlimited"`
+	Tail        TailParams       `json:"tail"`
+	Brownout    BrownoutSchedule `json:"brownout"`
+}
+
+// BrownoutSchedule is brownout's schedule. It begins at boreal's first
+// brownout request after a reset: healthy until StartMs, down (Shape) until
+// EndMs, healed after; the times are in ms after --latency-scale.
+// ElapsedMs is the time since it began and Phase where that falls (both
+// null before it began). Failed counts boreal's requests inside the window.
+type BrownoutSchedule struct {
+	Seed         uint64        `json:"seed"`
+	Shape        BrownoutShape `json:"shape"`
+	StartMs      int64         `json:"start_ms"`
+	EndMs        int64         `json:"end_ms"`
+	HangMs       int64         `json:"hang_ms"`
+	LatencyScale float64       `json:"latency_scale"`
+	ElapsedMs    *int64        `json:"elapsed_ms"`
+	Phase        *string       `json:"phase"`
+	Failed       int64         `json:"failed"`
 }
 
 // TailParams are tail's numbers: the seed of its draws, the share of
@@ -179,6 +197,7 @@ func (p *Provider) Snapshot() Stats {
 	out.Abandoned = st.abandoned.Load()
 	out.CostAdmitted = st.costAdmitted.Load()
 	out.Stragglers = st.stragglers.Load()
+	out.Scenarios.Brownout = p.brownoutSchedule(st)
 	out.EarlyRetries = st.earlyRetries.Load()
 	out.Hedged = st.hedged.Load()
 	out.PartnerPaths = PartnerPaths{
@@ -289,4 +308,23 @@ func (p *Provider) statsHandler(w http.ResponseWriter, r *http.Request) {
 func (p *Provider) reset(w http.ResponseWriter, r *http.Request) {
 	p.Reset()
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+// brownoutSchedule reads brownout's schedule as of now.
+func (p *Provider) brownoutSchedule(st *state) BrownoutSchedule {
+	start, end := p.scaled(brownoutStart), p.scaled(brownoutEnd)
+	b := BrownoutSchedule{
+		Seed: p.seed, Shape: p.brownoutShape, LatencyScale: p.scale,
+		StartMs: start.Milliseconds(), EndMs: end.Milliseconds(), HangMs: p.scaled(brownoutHang).Milliseconds(),
+		Failed: st.brownoutFailed.Load(),
+	}
+	st.outageMu.Lock()
+	began := st.brownoutBegan
+	st.outageMu.Unlock()
+	if !began.IsZero() {
+		at := time.Since(began)
+		ms, phase := at.Milliseconds(), brownoutPhase(at, start, end)
+		b.ElapsedMs, b.Phase = &ms, &phase
+	}
+	return b
 }

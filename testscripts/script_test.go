@@ -603,10 +603,11 @@ func cmdProvider(ts *testscript.TestScript, neg bool, args []string) {
 	scale := fs.Float64("latency-scale", 1, "")
 	maxKeys := fs.Int("max-keys", 0, "")
 	seed := fs.Uint64("seed", provider.DefaultSeed, "")
+	shape := fs.String("brownout-shape", string(provider.Brownout503), "")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		ts.Fatalf("usage: provider [-latency-scale F] [-max-keys N] [-seed N]")
+		ts.Fatalf("usage: provider [-latency-scale F] [-max-keys N] [-seed N] [-brownout-shape 503|hang]")
 	}
-	srv, err := provider.Start(provider.Options{LatencyScale: *scale, MaxKeys: *maxKeys, Seed: *seed}, "127.0.0.1:0", "127.0.0.1:0")
+	srv, err := provider.Start(provider.Options{LatencyScale: *scale, MaxKeys: *maxKeys, Seed: *seed, BrownoutShape: provider.BrownoutShape(*shape)}, "127.0.0.1:0", "127.0.0.1:0")
 	ts.Check(err)
 	ts.Defer(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

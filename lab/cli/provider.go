@@ -25,15 +25,20 @@ func runProvider(args []string, stdout, stderr io.Writer) int {
 	bhAddr := fs.String("blackhole-addr", "127.0.0.1:9102", `address of the blackhole listener (connects time out); "" for none`)
 	scale := fs.Float64("latency-scale", 1, fmt.Sprintf("multiplies every artificial delay, from 0 to %d; 0 removes them (for benchmarks)", provider.MaxLatencyScale))
 	seed := fs.Uint64("seed", provider.DefaultSeed, "seed of the tail scenario's latency draws: the same seed and requests give the same latencies")
+	shape := fs.String("brownout-shape", string(provider.Brownout503), `how boreal fails inside scenario brownout's window: "503" (at once) or "hang" (past any read limit)`)
 	if code, ok := parseProviderFlags(fs, args); !ok {
 		return code
+	}
+	if s := provider.BrownoutShape(*shape); s != provider.Brownout503 && s != provider.BrownoutHang {
+		fmt.Fprintf(stderr, "lab provider: --brownout-shape must be 503 or hang (got %q)\n", *shape)
+		return 2
 	}
 	if !(*scale >= 0 && *scale <= provider.MaxLatencyScale) { // NaN fails both
 		fmt.Fprintf(stderr, "lab provider: --latency-scale must be a number from 0 to %d (got %v)\n", provider.MaxLatencyScale, *scale)
 		return 2
 	}
 
-	srv, err := provider.Start(provider.Options{LatencyScale: *scale, Seed: *seed}, *addr, *bhAddr)
+	srv, err := provider.Start(provider.Options{LatencyScale: *scale, Seed: *seed, BrownoutShape: provider.BrownoutShape(*shape)}, *addr, *bhAddr)
 	if err != nil {
 		fmt.Fprintln(stderr, "lab provider: "+providerListenProblem(err))
 		return 1

@@ -35,3 +35,25 @@ func TestProviderLatencyScaleMustBeFiniteAndSane(t *testing.T) {
 		}
 	}
 }
+
+// --brownout-shape is 503 or hang; anything else is a usage error (exit 2,
+// one sentence) before any port is opened (the busy address makes a value
+// that gets past the check end with exit 1).
+func TestProviderBrownoutShapeIs503OrHang(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	busy := ln.Addr().String()
+	for value, want := range map[string]int{"503": 1, "hang": 1, "": 2, "HANG": 2, "500": 2, "stall": 2} {
+		var stdout, stderr strings.Builder
+		code := runProvider([]string{"--brownout-shape", value, "--addr", busy, "--blackhole-addr", ""}, &stdout, &stderr)
+		if code != want {
+			t.Errorf("--brownout-shape %q: exit %d (%s), want %d", value, code, strings.TrimSpace(stderr.String()), want)
+		}
+		if want == 2 && !strings.Contains(stderr.String(), "--brownout-shape must be 503 or hang") {
+			t.Errorf("--brownout-shape %q: stderr %q, want a sentence naming both shapes", value, stderr.String())
+		}
+	}
+}
