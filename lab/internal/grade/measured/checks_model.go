@@ -109,15 +109,26 @@ type probeOut struct {
 // modelJudge records property name from the model's verdicts on every run,
 // naming the seed of the random runs, and notes a field the model did not
 // compare (a grader bug the completeness test catches).
-func (g *grader) modelJudge(name, tool string, v verdict, runs []string, unseen []string, seed uint64) {
+func (g *grader) modelJudge(name, tool string, v verdict, runs []string, unseen []string, seed uint64, shrunk string) {
 	sort := slices.Clone(runs)
 	slices.Sort(sort)
-	detail := fmt.Sprintf("%d runs compared field by field with the model (random set: seed %d)", len(runs), seed)
+	drawn := 0
+	for _, r := range runs {
+		if strings.HasPrefix(r, "drawn") {
+			drawn++
+		}
+	}
+	detail := fmt.Sprintf("%d runs compared field by field with the model, %d of them drawn (seed %d: `lab check E15 --only %s --seed %d` draws them again)", len(runs), drawn, seed, name, seed)
 	if len(unseen) > 0 {
 		v.need(false, "the grader did not compare %s (a grader bug)", strings.Join(unseen, ", "))
 	}
 	if !v.ok() {
 		detail = strings.Join(shortList(v.buts, 6), "; ")
+		if shrunk != "" {
+			// The smallest failing case first: it is what to look at.
+			v.buts = append([]string{shrunk}, v.buts...)
+			detail = fmt.Sprintf("seed %d; %s", seed, detail)
+		}
 	}
 	g.judge(name, v, "%s", detail)
 	_ = tool

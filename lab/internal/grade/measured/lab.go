@@ -21,9 +21,24 @@ type lab struct {
 	blackhole string // blackhole host:port; "" when the system has none (or none was asked for)
 	closed    string // a loopback host:port nobody listens on
 	// statuses answers GET /status/N with status N at once (404, 429...):
-	// the received failures the partner's /call (always 503) cannot give.
+	// the received failures the partner's /call (always 503) cannot give;
+	// and GET /reset with a TCP reset before any byte.
 	statuses *http.Server
 	status   string // its base URL
+}
+
+// resetConn answers a request with a TCP reset before any byte: the
+// connection is taken from the server and closed with no linger, so the
+// kernel sends RST instead of FIN.
+func resetConn(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	conn.Close()
 }
 
 // startStatuses starts the lab's status server on a free loopback port.
@@ -34,6 +49,10 @@ func (l *lab) startStatuses() error {
 	}
 	l.status = "http://" + ln.Addr().String()
 	l.statuses = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/reset" {
+			resetConn(w)
+			return
+		}
 		code := 0
 		if _, err := fmt.Sscanf(r.URL.Path, "/status/%d", &code); err != nil || code < 200 || code > 599 {
 			code = http.StatusBadRequest
