@@ -88,8 +88,12 @@ type term struct {
 }
 
 // readings are the values a teacher may read in a term: the product of
-// all its numbers, of its first chain joined by "×", of its last chain.
-func (t term) readings() []float64 {
+// all its numbers; for the first term of a sum also its last chain joined
+// by "×" (prose may lead into a sum: "calls of 300 ms that fail, so 2 ×
+// 300 ms + ..."), for the last term also its first chain (prose may trail
+// after it: "+ 100 ms wait before attempt 2 = ..."). A term in the middle
+// is read whole.
+func (t term) readings(first, last bool) []float64 {
 	if len(t.nums) == 0 {
 		return nil
 	}
@@ -97,19 +101,20 @@ func (t term) readings() []float64 {
 	for _, n := range t.nums {
 		all *= n
 	}
-	first, i := t.nums[0], 1
+	firstChain, i := t.nums[0], 1
 	for ; i < len(t.nums) && t.joined[i]; i++ {
-		first *= t.nums[i]
+		firstChain *= t.nums[i]
 	}
-	last, j := t.nums[len(t.nums)-1], len(t.nums)-1
+	lastChain, j := t.nums[len(t.nums)-1], len(t.nums)-1
 	for ; j > 0 && t.joined[j]; j-- {
-		last *= t.nums[j-1]
+		lastChain *= t.nums[j-1]
 	}
 	out := []float64{all}
-	for _, v := range []float64{first, last} {
-		if v != out[0] && (len(out) < 2 || v != out[1]) {
-			out = append(out, v)
-		}
+	if last && firstChain != all {
+		out = append(out, firstChain)
+	}
+	if first && lastChain != all && lastChain != firstChain {
+		out = append(out, lastChain)
 	}
 	return out
 }
@@ -139,8 +144,8 @@ type equation struct {
 // thousand (a sum of many terms is read in fewer ways).
 func (e equation) sums() []float64 {
 	totals := []float64{0}
-	for _, t := range e.terms {
-		rs := t.readings()
+	for i, t := range e.terms {
+		rs := t.readings(i == 0, i == len(e.terms)-1)
 		if len(rs) == 0 {
 			continue
 		}
@@ -169,7 +174,8 @@ func (e equation) addsUp() bool {
 }
 
 // equations finds the sums written out in text, each read with its asides
-// in parentheses left out and, when that differs, with them read in.
+// in parentheses left out and, when an aside holds a "+" or a "×" (it is
+// part of the sum: "2 × 300 ms + (100 + 200 ms)"), with them read in.
 func equations(text string) []equation {
 	var out []equation
 	for _, line := range sentencesWithEquals(text) {
@@ -225,7 +231,13 @@ var spaceRE = regexp.MustCompile(`\s+`)
 func equationsIn(para string, inline bool) []equation {
 	toks := tokenize(para)
 	// Asides: dropped, or their brackets removed (and their clause breaks
-	// with them: "(100 + 200 ms, the caps)" stays in its sum).
+	// with them: "(100 + 200 ms, the caps)" stays in its sum) when one
+	// holds an operator or is a term of its own; an aside of words and
+	// numbers after a term ("the cap before attempt 2, base 100 ms") is
+	// never read into a sum.
+	if inline {
+		toks = keepArithmeticAsides(toks)
+	}
 	var flat []token
 	depth := 0
 	for _, t := range toks {
@@ -279,6 +291,40 @@ func equationsIn(para string, inline bool) []equation {
 		}
 		e.text = equationText(e)
 		out = append(out, e)
+	}
+	return out
+}
+
+// keepArithmeticAsides drops the asides that hold no "+" or "×" and do
+// not stand as a term of their own.
+func keepArithmeticAsides(toks []token) []token {
+	var out []token
+	for i := 0; i < len(toks); i++ {
+		if toks[i].kind != '(' {
+			out = append(out, toks[i])
+			continue
+		}
+		depth, j, ops := 0, i, false
+		for ; j < len(toks); j++ {
+			switch toks[j].kind {
+			case '(':
+				depth++
+			case ')':
+				depth--
+			case '+', '*':
+				ops = true
+			}
+			if depth == 0 {
+				break
+			}
+		}
+		// An aside that stands as a term of its own ("+ (one wait, cap 50
+		// ms)") is part of the sum too.
+		term := i > 0 && toks[i-1].kind == '+' || j+1 < len(toks) && toks[j+1].kind == '+'
+		if ops || term {
+			out = append(out, toks[i:min(j+1, len(toks))]...)
+		}
+		i = j
 	}
 	return out
 }

@@ -37,6 +37,8 @@ func TestRetryShareReadsWhatATeacherReads(t *testing.T) {
 		{three, "stock retries twice: 3 × 60 ms + 20 ms + 40 ms (the caps before attempts 2 and 3) = 240 ms.", true},
 		{three, "stock: 3 attempts × 60 ms + two waits × 20 ms = 220 ms.", true},
 		{three, "stock retries twice: 3 × 60 ms + 40 ms (one wait cap) = 220 ms.", false},
+		// An aside's numbers are never read into a sum: this adds up to 240.
+		{three, "stock: 3 × 60 ms + 20 ms + 40 ms (the caps before attempts 2 and 3, base 20 ms) = 220 ms.", false},
 		{three, "stock retries twice: 3 attempts × 60 ms + one wait with a cap of 40 ms = 220 ms.", false},
 	} {
 		g := &grader{findings: map[string]finding{}}
