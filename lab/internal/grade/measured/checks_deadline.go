@@ -311,6 +311,6 @@ func (g *grader) checkDeadlineModel(ctx context.Context, cases map[string]deadli
 		per[name] = one
 		v.absorb(one)
 	}
-	small := shrunk("deadline_model", cases, per, deadlineCase.smaller, func(c deadlineCase) verdict { return g.deadlineOnce(ctx, c) })
-	g.modelJudge("deadline_model", "deadline", v, names, dedupe(unseen), g.seed, small)
+	small, drawn := shrunk("deadline_model", cases, per, deadlineCase.smaller, func(c deadlineCase) verdict { return g.deadlineOnce(ctx, c) })
+	g.modelJudge("deadline_model", "deadline", v, names, dedupe(unseen), g.seed, small, drawn)
 }

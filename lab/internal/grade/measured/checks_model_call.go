@@ -218,8 +218,8 @@ func (g *grader) checkCallModel(ctx context.Context, cases map[string]callCase, 
 		per[name] = one
 		v.absorb(one)
 	}
-	small := shrunk("call_model", cases, per, callCase.smaller, func(c callCase) verdict { return g.callOnce(ctx, c) })
-	g.modelJudge("call_model", "call", v, names, dedupe(unseen), g.seed, small)
+	small, drawn := shrunk("call_model", cases, per, callCase.smaller, func(c callCase) verdict { return g.callOnce(ctx, c) })
+	g.modelJudge("call_model", "call", v, names, dedupe(unseen), g.seed, small, drawn)
 }
 
 func dedupe(xs []string) []string {

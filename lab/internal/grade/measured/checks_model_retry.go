@@ -67,7 +67,10 @@ func modelRetry(m *model, x *retried) {
 	case "ok":
 		m.need("stopped_reason", o.OK, "is ok for a run that did not succeed")
 	case "attempts":
-		m.need("stopped_reason", !o.OK && o.Attempts == j.attempts, "is attempts after %d of %d attempts (ok %v)", o.Attempts, j.attempts, o.OK)
+		// A 4xx may be taken for final (lesson 14 retries transient
+		// failures only): the contract names no other reason for it.
+		final := j.code/100 == 4 && o.Attempts >= 1
+		m.need("stopped_reason", !o.OK && (o.Attempts == j.attempts || final), "is attempts after %d of %d attempts (ok %v)", o.Attempts, j.attempts, o.OK)
 	case "budget":
 		m.need("stopped_reason", !o.OK, "is budget for a run that succeeded")
 		if j.partner() && lastOK && !o.OK {
@@ -185,7 +188,7 @@ func (g *grader) checkRetryModel(ctx context.Context, res map[string]*retried) {
 		jobs[name] = x.job
 		v.absorb(one)
 	}
-	small := shrunk("retry_model", jobs, per, retryJob.smaller, func(j retryJob) verdict { return g.retryOnce(ctx, j) })
+	small, drawn := shrunk("retry_model", jobs, per, retryJob.smaller, func(j retryJob) verdict { return g.retryOnce(ctx, j) })
 	slices.Sort(unseen)
-	g.modelJudge("retry_model", "retry", v, names, slices.Compact(unseen), g.seed, small)
+	g.modelJudge("retry_model", "retry", v, names, slices.Compact(unseen), g.seed, small, drawn)
 }

@@ -93,9 +93,9 @@ type drawnCase interface {
 
 // shrunk shrinks the first drawn case (by name) whose own verdict failed
 // hard, and returns the clause that names its smallest failing form, what
-// failed in it, and the command that replays it; "" when no drawn case
-// failed hard.
-func shrunk[C drawnCase](prop string, cases map[string]C, per map[string]verdict, smaller func(C) []C, once func(C) verdict) string {
+// failed in it, and the command that replays it, and the drawn case as
+// named in its own clauses; "" when no drawn case failed hard.
+func shrunk[C drawnCase](prop string, cases map[string]C, per map[string]verdict, smaller func(C) []C, once func(C) verdict) (clause, drawn string) {
 	for _, name := range sortedNames(per) {
 		if !strings.HasPrefix(name, "drawn") || !failedHard(per[name]) {
 			continue
@@ -113,13 +113,13 @@ func shrunk[C drawnCase](prop string, cases map[string]C, per map[string]verdict
 			}
 			return false
 		})
-		how := "drawn"
+		how := "as drawn"
 		if runs > 0 && small.Encode() != c.Encode() {
 			how = fmt.Sprintf("shrunk from %s in %d runs", c, runs)
 		}
-		return fmt.Sprintf("smallest failing case %s (%s): %s; replay it alone: %s", small, how, strings.Join(shortList(why, 2), "; "), replay(prop, small.Encode()))
+		return fmt.Sprintf("the smallest failing case (%s): %s; replay it alone: %s", how, strings.Join(shortList(why, 2), "; "), replay(prop, small.Encode())), c.String()
 	}
-	return ""
+	return "", ""
 }
 
 // judgeReplay judges prop from the one case --case named.

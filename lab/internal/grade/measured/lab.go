@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,10 +17,11 @@ import (
 // lab is the provider lab and the addresses the tools are pointed at.
 type lab struct {
 	server    *provider.Server
-	base      string // partner base URL, http://127.0.0.1:port
-	addr      string // partner host:port
-	blackhole string // blackhole host:port; "" when the system has none (or none was asked for)
-	closed    string // a loopback host:port nobody listens on
+	base      string    // partner base URL, http://127.0.0.1:port
+	addr      string    // partner host:port
+	blackhole string    // blackhole host:port; "" when the system has none (or none was asked for)
+	closed    string    // a loopback host:port nobody listens on
+	release   io.Closer // frees closed's port
 	// statuses answers GET /status/N with status N at once (404, 429...):
 	// the received failures the partner's /call (always 503) cannot give;
 	// and GET /reset with a TCP reset before any byte.
@@ -93,12 +95,12 @@ func startLabOnce(withBlackhole bool) (*lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	closed, err := closedPort()
+	closed, release, err := reservedClosedPort()
 	if err != nil {
 		s.Shutdown(context.Background())
 		return nil, err
 	}
-	return &lab{server: s, base: s.URL, addr: s.Addr, blackhole: s.BlackholeAddr, closed: closed}, nil
+	return &lab{server: s, base: s.URL, addr: s.Addr, blackhole: s.BlackholeAddr, closed: closed, release: release}, nil
 }
 
 // stop shuts the lab down, cutting slow partner calls after a short grace.
@@ -107,6 +109,9 @@ func (l *lab) stop() {
 	defer cancel()
 	if l.statuses != nil {
 		l.statuses.Close()
+	}
+	if l.release != nil {
+		l.release.Close()
 	}
 	l.server.Shutdown(ctx)
 }
