@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"quoteflowlab.dev/checkpoints/19/internal/redistest"
+	"quoteflowlab.dev/checkpoints/19/quota"
+)
+
+func TestMain(m *testing.M) {
+	redis.SetLogger(quiet{}) // a server that does not answer is one of the cases
+	goleak.VerifyTestMain(m)
+}
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+// These cases all end before serving, so no test waits on a server.
+func TestRunRefusesWhatItCannotDo(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		say  string // in stderr
+	}{
+		{"help", []string{"-h"}, 0, "-addr"},
+		{"unknown flag", []string{"--bogus"}, 2, "-bogus"},
+		{"stray argument", []string{"extra", "--addr", "127.0.0.1:0"}, 2, `unexpected argument "extra"`},
+		{"bad provider URL", []string{"--provider", "ftp://x", "--addr", busy.Addr().String()}, 2, `ProviderURL "ftp://x"`},
+		{"empty provider URL", []string{"--provider", "", "--addr", busy.Addr().String()}, 2, "--provider is empty"},
+		{"port in use", []string{"--addr", busy.Addr().String()}, 1, busy.Addr().String()},
+		{"compensate without --once", []string{"compensate"}, 2, "--once"},
+		{"compensate with an argument", []string{"compensate", "--once", "extra"}, 2, "usage"},
+		{"zero visibility timeout", []string{"--queue-visibility", "0s", "--addr", busy.Addr().String()}, 2, "--queue-visibility 0s"},
+		{"negative poll", []string{"compensate", "--once", "--queue-poll", "-1s"}, 2, "--queue-poll -1s"},
+		{"lease TTL too short", []string{"--lease-ttl", "10ms", "--addr", busy.Addr().String()}, 2, "--lease-ttl 10ms: want at least 30ms"},
+		{"redis URL not redis://", []string{"--redis", "http://127.0.0.1:6379", "--addr", busy.Addr().String()}, 2, `--redis "http://127.0.0.1:6379" is not a redis://`},
+		{"redis URL malformed", []string{"--redis", "redis://127.0.0.1:6379/notadb", "--addr", busy.Addr().String()}, 2, "--redis"},
+		{"bad rate", []string{"--redis", "redis://127.0.0.1:1/0", "--rate", "5", "--addr", busy.Addr().String()}, 2, "--rate"},
+		{"rate without redis", []string{"--rate", "5/250ms", "--addr", busy.Addr().String()}, 2, "--rate needs --redis"},
+		{"bad rate-by", []string{"--redis", "redis://127.0.0.1:1/0", "--rate", "5/250ms", "--rate-by", "tokens", "--addr", busy.Addr().String()}, 2, "--rate-by \"tokens\": want calls or quantity"},
+		{"hedge ceiling below its floor", []string{"--hedge-floor", "50ms", "--hedge-ceiling", "20ms", "--addr", busy.Addr().String()}, 2, "want 0 < floor ≤ ceiling"},
+		{"budget ratio above 1", []string{"--budget-ratio", "2", "--addr", busy.Addr().String()}, 2, "--budget-ratio 2"},
+		{"budget cap below one token", []string{"compensate", "--once", "--budget-cap", "0.5"}, 2, "--budget-cap 0.5"},
+		{"redis not answering", []string{"compensate", "--once", "--redis", "redis://" + busy.Addr().String() + "/0"}, 1, "cannot reach Redis"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(c.args, &stdout, &stderr); code != c.code {
+				t.Errorf("run(%q) = %d, want %d; stderr:\n%s", c.args, code, c.code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), c.say) {
+				t.Errorf("stderr %q does not mention %q", stderr.String(), c.say)
+			}
+			if strings.Contains(stderr.String(), "quoteflow: quoteflow:") {
+				t.Errorf("stderr repeats the prefix: %q", stderr.String())
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout %q, want nothing: it never served", stdout.String())
+			}
+		})
+	}
+}
+
+func TestCompensateOnceDrainsAndSaysWhatIsLeft(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	dir := t.TempDir()
+	if code := run([]string{"compensate", "--once", "--data", dir}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	if want := "compensation: pending 0, leased 0, done 0, dead 0, pruned 0\n"; stdout.String() != want {
+		t.Errorf("stdout %q, want %q", stdout.String(), want)
+	}
+}
+
+// The service says at start which quota and queue it uses: without --redis
+// checkpoint 16's local semaphore and bbolt file, with it the shared ones.
+func TestItSaysWhichQuotaAndQueueItUses(t *testing.T) {
+	dir := t.TempDir()
+	svc, closeData, uses, err := open("http://127.0.0.1:9101", dir, &sharedFlags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeData()
+	_ = svc
+	for _, want := range []string{"quota: local, 6 supplier calls at once in this process", "bbolt in " + filepath.Join(dir, "quoteflow.db")} {
+		if !strings.Contains(uses, want) {
+			t.Errorf("without --redis it says %q, want it to mention %q", uses, want)
+		}
+	}
+
+	s := redistest.Start(t)
+	shared := &sharedFlags{url: s.URL(), rate: "5/250ms"}
+	var stderr bytes.Buffer
+	if code, ok := shared.check(&stderr); !ok {
+		t.Fatalf("check = %d: %s", code, stderr.String())
+	}
+	_, closeData, uses, err = open("http://127.0.0.1:9101", dir, shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeData()
+	for _, want := range []string{"quota: redis " + s.URL(), "6 supplier calls at once for every process on it", "rate 5/250ms per supplier", "baskets and queue: redis stream"} {
+		if !strings.Contains(uses, want) {
+			t.Errorf("with --redis it says %q, want it to mention %q", uses, want)
+		}
+	}
+
+	var stdout bytes.Buffer
+	if code := run([]string{"compensate", "--once", "--redis", s.URL()}, &stdout, &stderr); code != 0 {
+		t.Fatalf("compensate --once --redis: exit %d; stderr:\n%s", code, stderr.String())
+	}
+	if want := "compensation: pending 0, leased 0, done 0, dead 0, pruned 0\n"; stdout.String() != want {
+		t.Errorf("stdout %q, want %q", stdout.String(), want)
+	}
+}
+
+// The timings come from the flags, else from the environment, else from
+// the lesson; a bad environment value is a usage error.
+func TestTimingsFromFlagsAndEnvironment(t *testing.T) {
+	parse := func(args ...string) *timings {
+		t.Helper()
+		fs := flag.NewFlagSet("quoteflow", flag.ContinueOnError)
+		tm := timingFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return tm
+	}
+	tm := parse()
+	if p, q := tm.basket(), tm.quota(quota.Rate{}); p.Visibility != 10*time.Second || p.PollEvery != 100*time.Millisecond || q.TTL != quota.DefaultTTL || q.Poll != quota.DefaultPoll {
+		t.Errorf("defaults: visibility %s, poll %s, lease TTL %s, quota poll %s; want the lesson's 10s, 100ms, %s, %s",
+			p.Visibility, p.PollEvery, q.TTL, q.Poll, quota.DefaultTTL, quota.DefaultPoll)
+	}
+	t.Setenv("QUOTEFLOW_QUEUE_VISIBILITY", "300ms")
+	t.Setenv("QUOTEFLOW_QUEUE_POLL", "20ms")
+	t.Setenv("QUOTEFLOW_LEASE_TTL", "300ms")
+	t.Setenv("QUOTEFLOW_QUOTA_POLL", "5ms")
+	tm = parse()
+	if p, q := tm.basket(), tm.quota(quota.Rate{}); p.Visibility != 300*time.Millisecond || p.PollEvery != 20*time.Millisecond || q.TTL != 300*time.Millisecond || q.Poll != 5*time.Millisecond {
+		t.Errorf("from the environment: visibility %s, poll %s, lease TTL %s, quota poll %s; want 300ms, 20ms, 300ms, 5ms", p.Visibility, p.PollEvery, q.TTL, q.Poll)
+	}
+	if q := parse("--lease-ttl", "1s").quota(quota.Rate{}); q.TTL != time.Second {
+		t.Errorf("a flag over the environment: lease TTL %s, want 1s", q.TTL)
+	}
+	t.Setenv("QUOTEFLOW_LEASE_TTL", "soon")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"compensate", "--once"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), `QUOTEFLOW_LEASE_TTL="soon"`) {
+		t.Errorf("QUOTEFLOW_LEASE_TTL=soon: exit %d, stderr %q; want 2 naming the variable", code, stderr.String())
+	}
+}
+
+// The start line names the data file by its absolute path: run from any
+// directory, the reader learns where the baskets and the queue live. The
+// test runs in the package's directory, as go test starts it (no t.Chdir:
+// go keys a cached result by every directory a test changes to, so a suite
+// with one would run again in every new clone of the course).
+func TestItSaysWhereTheDataLives(t *testing.T) {
+	got := dataFile("./quoteflow-data")
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(wd, "quoteflow-data", "quoteflow.db"); got != want {
+		t.Errorf("dataFile(./quoteflow-data) = %q, want %q", got, want)
+	}
+}
