@@ -31,6 +31,9 @@ const (
 	CodeTransportError   Code = "transport_error" // the exchange itself failed
 	CodeInvalidData      Code = "invalid_data"    // an answer that cannot be trusted or decoded
 	CodeError            Code = "error"           // anything else: a program error, never retried
+	// CodeCircuitOpen: never called, because Options.Gate refused the call
+	// (a circuit breaker open); worth running again later, not now.
+	CodeCircuitOpen Code = "circuit_open"
 )
 
 // HTTPCode is the code for a final HTTP status, e.g. "http_503".
@@ -38,11 +41,11 @@ func HTTPCode(status int) Code { return Code("http_" + strconv.Itoa(status)) }
 
 // Retryable reports whether a job that ended with code may succeed if it is
 // run again later: timeouts, the deadline, rate limits, 5xx and transport
-// failures, a call never made for want of budget, and a shared quota that
-// could not be asked. A compensation queue takes exactly these.
+// failures, a call never made for want of budget, a shared quota that
+// could not be asked, and a call a circuit breaker refused. A compensation queue takes exactly these.
 func Retryable(code Code) bool {
 	switch code {
-	case CodeTimeout, CodeDeadline, CodeNoBudget, CodeRateLimited, CodeTransportError, CodeQuotaUnavailable:
+	case CodeTimeout, CodeDeadline, CodeNoBudget, CodeRateLimited, CodeTransportError, CodeQuotaUnavailable, CodeCircuitOpen:
 		return true
 	}
 	if status, ok := strings.CutPrefix(string(code), "http_"); ok {

@@ -58,7 +58,19 @@ type Options struct {
 	// TrySpend takes a token, else the job keeps its last code (package
 	// hedge's Budget, shared with the hedges). nil: retries are not paid for.
 	Budget interface{ TrySpend() bool }
+	// Gate, when set, is asked before each call of job i, before the call
+	// takes a slot or a budget token (a circuit breaker). A call it refuses
+	// (err != nil) is not made: a first call ends the job at once with
+	// CodeCircuitOpen, a retry ends it with its last code; neither is
+	// retried. A call it lets through is reported with done, exactly once:
+	// the call's error (nil for a success), or ErrNotMade when it was not
+	// made after all (no slot, time or token).
+	Gate func(job int) (done func(err error), err error)
 }
+
+// ErrNotMade is what Gate's done hears of a call it let through that was
+// not made after all.
+var ErrNotMade = errors.New("fanout: call not made")
 
 // Result is one job's outcome.
 type Result[T any] struct {
@@ -99,7 +111,7 @@ func Run[T any](ctx context.Context, jobs []Job[T], opts Options) []Result[T] {
 	for i, job := range jobs {
 		wg.Go(func() {
 			defer catchPanic(&panics[i])
-			results[i] = runJob(runCtx, start, job, &o)
+			results[i] = runJob(runCtx, start, i, job, &o)
 		})
 	}
 	wg.Wait() // the deadline cancelled every call still running; all have returned
@@ -113,7 +125,7 @@ func Run[T any](ctx context.Context, jobs []Job[T], opts Options) []Result[T] {
 
 // runJob calls job until it succeeds, fails for good, runs out of attempts,
 // or the run ends.
-func runJob[T any](ctx context.Context, start time.Time, job Job[T], o *Options) Result[T] {
+func runJob[T any](ctx context.Context, start time.Time, index int, job Job[T], o *Options) Result[T] {
 	var res Result[T]
 	finish := func(code Code, err error) Result[T] {
 		res.Code, res.Err, res.Elapsed = code, err, time.Since(start)
@@ -121,7 +133,19 @@ func runJob[T any](ctx context.Context, start time.Time, job Job[T], o *Options)
 	}
 	var last Verdict // the judgement of the last call made
 	for {
+		done := func(error) {}
+		if o.Gate != nil {
+			d, err := o.Gate(index)
+			if err != nil && res.Attempts > 0 {
+				return finish(last.Code, res.Err) // the supplier was asked: report what it said
+			}
+			if err != nil {
+				return finish(CodeCircuitOpen, err) // refused: no slot, no token, no call
+			}
+			done = d
+		}
 		if err := o.Limiter.Acquire(ctx); err != nil {
+			done(ErrNotMade)
 			if ctx.Err() == nil && errors.Is(err, quota.ErrUnavailable) {
 				return finish(CodeQuotaUnavailable, err) // a shared limit out of reach: closed, no call
 			}
@@ -129,6 +153,7 @@ func runJob[T any](ctx context.Context, start time.Time, job Job[T], o *Options)
 		}
 		if !fits(ctx, 0, o.Floor) { // a call that cannot finish only postpones the failure
 			o.Limiter.Release()
+			done(ErrNotMade)
 			if res.Attempts > 0 {
 				return finish(last.Code, res.Err) // the supplier was asked: report what it said
 			}
@@ -136,11 +161,13 @@ func runJob[T any](ctx context.Context, start time.Time, job Job[T], o *Options)
 		}
 		if res.Attempts > 0 && o.Budget != nil && !o.Budget.TrySpend() {
 			o.Limiter.Release()
+			done(ErrNotMade)
 			return finish(last.Code, res.Err) // no token for a retry: the last failure stands
 		}
 		res.Attempts++
 		v, verdict, err := callOnce(ctx, job, res.Attempts, o)
 		o.Limiter.Release()
+		done(err)
 		if err == nil {
 			res.Value = v
 			return finish("", nil)

@@ -147,7 +147,9 @@ func (s *Service) BasketOnce(ctx context.Context, req BasketRequest, key string)
 	case err != nil:
 		return Basket{}, s.storeFailed(ctx, b.ID, err)
 	}
-	results := fanout.Run(ctx, jobs, s.options(time.Until(deadline)))
+	opts := s.options(time.Until(deadline))
+	opts.Gate = s.gate(func(job int) string { return suppliers[job%len(suppliers)] }) // jobs go line by line, supplier by supplier
+	results := fanout.Run(ctx, jobs, opts)
 	if err := ctx.Err(); err != nil {
 		return Basket{}, fmt.Errorf("quoteflow: basket abandoned: %w", err)
 	}

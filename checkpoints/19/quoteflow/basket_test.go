@@ -362,7 +362,9 @@ func TestTheQueueCompletesWhatAnOutageCutOff(t *testing.T) {
 		var logs bytes.Buffer
 		fake := newFake(map[string]reply{"boreal": outage(time.Now().Add(1500 * time.Millisecond))})
 		d := newData(t)
-		s := basketService(t, fake, d, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		// Lesson 16's queue alone: without lesson 19's breaker, which would
+		// stop asking the failing supplier (breakers_test.go).
+		s := basketService(t, fake, d, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil)), NoBreaker: true})
 		b, err := s.Basket(t.Context(), lines(4))
 		if err != nil {
 			t.Fatal(err)
@@ -399,7 +401,7 @@ func TestAJobThatKeepsFailingIsDeadAfterFiveTries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := newFake(map[string]reply{"boreal": status(503)})
 		d := newData(t)
-		s := basketService(t, fake, d, Config{})
+		s := basketService(t, fake, d, Config{NoBreaker: true}) // every try reaches boreal: no breaker (lesson 19)
 		b, err := s.Basket(t.Context(), lines(1))
 		if err != nil {
 			t.Fatal(err)

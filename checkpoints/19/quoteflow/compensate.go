@@ -87,7 +87,9 @@ func (s *Service) CompensateOnce(ctx context.Context) (int, error) {
 	for i := range calls {
 		wg.Go(func() {
 			defer catchPanic(&panics[i])
-			r := fanout.Run(ctx, calls[i:i+1], opts)[0]
+			o := opts
+			o.Gate = s.gate(func(int) string { return tasks[i].Supplier })
+			r := fanout.Run(ctx, calls[i:i+1], o)[0]
 			errs[i] = s.finish(ctx, todo[i], tasks[i], r)
 		})
 	}

@@ -22,6 +22,7 @@ func (s *Service) Handler() http.Handler {
 	r.HandleFunc("/api/baskets/{id}", s.getBasket).Methods(http.MethodGet)
 	r.HandleFunc("/api/compensation", s.getCompensation).Methods(http.MethodGet)
 	r.HandleFunc("/api/budget", s.getBudget).Methods(http.MethodGet)
+	r.HandleFunc("/api/breakers", s.getBreakers).Methods(http.MethodGet)
 	r.NotFoundHandler = http.HandlerFunc(notFound)
 	r.MethodNotAllowedHandler = methodNotAllowed(r)
 	return drainAfter(r)
@@ -94,6 +95,11 @@ func (s *Service) getCompensation(w http.ResponseWriter, r *http.Request) {
 // getBudget shows the budget that pays for retries and hedges.
 func (s *Service) getBudget(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, s.ExtraStats())
+}
+
+// getBreakers shows each supplier's circuit breaker: its state and counts.
+func (s *Service) getBreakers(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.BreakerStats())
 }
 
 func health(w http.ResponseWriter, _ *http.Request) {

@@ -138,7 +138,8 @@ func TestRetriesAndHedgesPayFromOneBudget(t *testing.T) {
 		}
 		fake := newFake(map[string]reply{"boreal": boreal})
 		s := newService(t, Config{Transport: fake, Hedge: fixedDelay(60 * time.Millisecond),
-			ExtraConfig: hedge.BudgetConfig{Cap: 1, MinPerSecond: 0.001}})
+			ExtraConfig: hedge.BudgetConfig{Cap: 1, MinPerSecond: 0.001},
+			MaxStale:    -1}) // the straggler's timeout, not lesson 19's stale answer
 		res, err := s.Quote(t.Context(), kb(1))
 		if err != nil {
 			t.Fatal(err)

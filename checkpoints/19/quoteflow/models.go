@@ -34,6 +34,9 @@ const (
 	// CodeRateLimited: never asked, because the rate quota had no room for
 	// the supplier before the deadline.
 	CodeRateLimited Code = "rate_limited"
+	// CodeCircuitOpen: never asked, because the supplier's circuit breaker
+	// was open (breakers.go): it fails at once, without a slot or a token.
+	CodeCircuitOpen Code = "circuit_open"
 )
 
 // HTTPCode is the failure code for a supplier answering with status, e.g. "http_503".
@@ -49,6 +52,10 @@ type Quote struct {
 	ShippingCents int    `json:"shipping_cents"`
 	Stock         int    `json:"stock"`
 	TotalCents    int    `json:"total_cents"`
+	// Stale marks a quote answered from the supplier's last good quote
+	// because the supplier failed now (breakers.go); AgeMS is how old it is.
+	Stale bool          `json:"stale,omitempty"`
+	AgeMS *Milliseconds `json:"age_ms,omitempty"`
 }
 
 // Failure names a supplier that gave no usable quote, and why.

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"quoteflowlab.dev/checkpoints/19/breaker"
 	"quoteflowlab.dev/checkpoints/19/fanout"
 	"quoteflowlab.dev/checkpoints/19/hedge"
 	"quoteflowlab.dev/checkpoints/19/queue"
@@ -81,6 +82,15 @@ type Config struct {
 	// quantile, floor and ceiling); NoHedge turns hedging off.
 	Hedge   hedge.DelayConfig
 	NoHedge bool
+	// Breaker sets each supplier's circuit breaker (one per supplier,
+	// shared by quotes, basket lines and the compensation queue);
+	// NoBreaker turns them off.
+	Breaker   breaker.Config
+	NoBreaker bool
+	// MaxStale is the oldest a supplier's last good quote may be to answer
+	// for it when it fails now (stale: true); 0: DefaultMaxStale; negative:
+	// no stale answers.
+	MaxStale time.Duration
 }
 
 // Service answers quote requests by asking every supplier at once.
@@ -100,10 +110,13 @@ type Service struct {
 	store         BasketStore
 	queue         queue.Queue
 	logger        *slog.Logger
-	extra         *hedge.Budget // pays for retries and hedges (one for both)
-	hedging       *hedge.Policy // nil: no hedges
-	hedges        atomic.Int64  // hedges sent
-	retries       atomic.Int64  // retries sent (quotes and baskets)
+	extra         *hedge.Budget               // pays for retries and hedges (one for both)
+	hedging       *hedge.Policy               // nil: no hedges
+	hedges        atomic.Int64                // hedges sent
+	retries       atomic.Int64                // retries sent (quotes and baskets)
+	breakers      map[string]*breaker.Breaker // per supplier; nil with NoBreaker
+	maxStale      time.Duration               // < 0: no stale answers
+	lastGood      lastGood
 }
 
 // New builds a Service. Zero fields of cfg take their defaults; a negative
@@ -151,6 +164,9 @@ func New(cfg Config) (*Service, error) {
 		extra = hedge.NewBudget(cfg.ExtraConfig)
 	}
 	s.extra = extra
+	if err := s.setBreakers(cfg); err != nil {
+		return nil, err
+	}
 	if !cfg.NoHedge {
 		s.hedging = &hedge.Policy{Limiter: counted, Budget: extra,
 			Delays: hedge.NewDelays(cfg.Hedge), Floor: s.minAttempt}
@@ -240,6 +256,9 @@ func (s *Service) Quote(ctx context.Context, req QuoteRequest) (QuoteResult, err
 		if o.err != nil {
 			return QuoteResult{}, o.err
 		}
+	}
+	for i := range outcomes {
+		s.fallBack(suppliers[i], req.SKU, &outcomes[i])
 	}
 	return rank(req, outcomes, started, id), nil
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"quoteflowlab.dev/checkpoints/19/breaker"
 	"quoteflowlab.dev/checkpoints/19/fanout"
 	"quoteflowlab.dev/checkpoints/19/hedge"
 	"quoteflowlab.dev/checkpoints/19/quota"
@@ -44,24 +45,39 @@ func failed(code Code, cause error) outcome { return outcome{code: code, cause: 
 // With less than the floor left once it holds the slot, it sends nothing and
 // returns CodeNoBudget. The first attempt may be hedged (s.call).
 func (s *Service) attempt(ctx context.Context, supplier string, req QuoteRequest, id string, n int) outcome {
+	ticket, ok := s.allow(supplier)
+	if !ok {
+		return failed(CodeCircuitOpen, breaker.ErrOpen) // at once: no slot, no token, no call
+	}
 	release, err := s.acquireOutbound(ctx)
 	if errors.Is(err, quota.ErrUnavailable) && ctx.Err() == nil {
+		ticket.Done(breaker.Ignore)
 		return failed(CodeQuotaUnavailable, err) // closed: a call we cannot count is not made
 	}
 	if err != nil {
+		ticket.Done(breaker.Ignore)
 		return failed(CodeTimeout, err) // the deadline passed while waiting in line
 	}
 	defer release()
 	left := budgetLeft(ctx)
 	if left < s.minAttempt {
+		ticket.Done(breaker.Ignore)
 		return failed(CodeNoBudget, nil)
 	}
-	if n > 1 {
-		o := s.exchange(withAttempt(ctx, n), supplier, req, id, left)
+	var o outcome
+	switch {
+	case n > 1:
+		o = s.exchange(withAttempt(ctx, n), supplier, req, id, left)
 		o.attempts = 1
-		return o
+	case ticket.Probe(): // a probe asks once: it is never hedged
+		s.extra.First()
+		o = s.exchange(ctx, supplier, req, id, left)
+		o.attempts = 1
+	default:
+		o = s.call(ctx, supplier, req, id)
 	}
-	return s.call(ctx, supplier, req, id)
+	ticket.Done(judge(o.asError()))
+	return o
 }
 
 // call is a first call to supplier, its slot already held: recorded in the
@@ -149,6 +165,7 @@ func (s *Service) exchange(ctx context.Context, supplier string, req QuoteReques
 	if err != nil {
 		return failed(CodeInvalidData, err)
 	}
+	s.lastGood.put(q) // the fallback while the supplier is down (breakers.go)
 	return outcome{quote: q}
 }
 

@@ -95,6 +95,7 @@ func commonFlags(fs *flag.FlagSet) (provider, data *string, shared *sharedFlags)
 		"with --rate: what N counts, calls (each call 1) or quantity (each call its order's quantity: a quota of cost)")
 	shared.timings = timingFlags(fs)
 	shared.hedging = newHedgeFlags(fs)
+	shared.breaking = newBreakerFlags(fs)
 	return provider, data, shared
 }
 
@@ -103,7 +104,15 @@ type sharedFlags struct {
 	url, rate, rateBy string
 	parsed            quota.Rate
 	*timings
-	hedging *hedgeFlags
+	hedging  *hedgeFlags
+	breaking *breakerFlags
+}
+
+// config is the service's configuration with the hedging and breaker flags.
+func (f *sharedFlags) config() quoteflow.Config {
+	c := f.hedging.config(f.timings)
+	f.breaking.apply(&c)
+	return c
 }
 
 // byQuantity reports --rate-by quantity.
@@ -117,6 +126,11 @@ func (f *sharedFlags) check(stderr io.Writer) (int, bool) {
 	}
 	if f.hedging != nil {
 		if code, ok := f.hedging.check(stderr); !ok {
+			return code, false
+		}
+	}
+	if f.breaking != nil {
+		if code, ok := f.breaking.check(stderr); !ok {
 			return code, false
 		}
 	}
@@ -196,7 +210,7 @@ func open(provider, dir string, shared *sharedFlags) (svc *quoteflow.Service, cl
 	if shared.url != "" {
 		return openRedis(provider, shared)
 	}
-	svc, closeData, err = openBolt(provider, dir, shared.hedging.config(shared.timings))
+	svc, closeData, err = openBolt(provider, dir, shared.config())
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -236,7 +250,7 @@ func openRedis(provider string, shared *sharedFlags) (*quoteflow.Service, func()
 		rdb.Close()
 		return nil, nil, "", err
 	}
-	c := shared.hedging.config(shared.timings)
+	c := shared.config()
 	c.ProviderURL, c.Quota, c.RateByQuantity, c.Store, c.Queue = provider, qt, shared.byQuantity(), store, q
 	svc, err := quoteflow.New(c)
 	if err != nil {
@@ -333,6 +347,7 @@ func serve(addr, provider, data string, shared *sharedFlags, stdout io.Writer) e
 	fmt.Fprintf(stdout, "quoteflow listening on http://%s (provider %s, %s)\n", ln.Addr(), provider, where)
 	fmt.Fprintln(stdout, uses)
 	fmt.Fprintln(stdout, shared.hedging.describe())
+	fmt.Fprintln(stdout, shared.breaking.describe())
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

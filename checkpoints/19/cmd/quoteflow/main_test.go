@@ -59,6 +59,16 @@ func TestRunRefusesWhatItCannotDo(t *testing.T) {
 		{"hedge ceiling below its floor", []string{"--hedge-floor", "50ms", "--hedge-ceiling", "20ms", "--addr", busy.Addr().String()}, 2, "want 0 < floor ≤ ceiling"},
 		{"budget ratio above 1", []string{"--budget-ratio", "2", "--addr", busy.Addr().String()}, 2, "--budget-ratio 2"},
 		{"budget cap below one token", []string{"compensate", "--once", "--budget-cap", "0.5"}, 2, "--budget-cap 0.5"},
+		{"breaker failure rate NaN", []string{"--breaker-failure-rate", "NaN", "--addr", busy.Addr().String()}, 2, "--breaker-failure-rate NaN"},
+		{"breaker failure rate +Inf", []string{"--breaker-failure-rate", "+Inf", "--addr", busy.Addr().String()}, 2, "--breaker-failure-rate +Inf"},
+		{"breaker failure rate above 1", []string{"--breaker-failure-rate", "1.5", "--addr", busy.Addr().String()}, 2, "failure rate 1.5"},
+		{"breaker jitter NaN", []string{"--breaker-jitter", "NaN", "--addr", busy.Addr().String()}, 2, "jitter NaN"},
+		{"breaker jitter above 1", []string{"--breaker-jitter", "2", "--addr", busy.Addr().String()}, 2, "jitter 2"},
+		{"breaker window too big", []string{"--breaker-window", "1001", "--addr", busy.Addr().String()}, 2, "window 1001"},
+		{"breaker min calls above the window", []string{"--breaker-window", "5", "--breaker-min-calls", "6", "--addr", busy.Addr().String()}, 2, "minimum calls 6"},
+		{"breaker zero probes", []string{"--breaker-probes", "0", "--addr", busy.Addr().String()}, 2, "--breaker-probes"},
+		{"breaker negative cool-down", []string{"--breaker-cooldown", "-1s", "--addr", busy.Addr().String()}, 2, "cool-down -1s"},
+		{"negative max stale", []string{"--max-stale", "-1s", "--addr", busy.Addr().String()}, 2, "--max-stale -1s"},
 		{"redis not answering", []string{"compensate", "--once", "--redis", "redis://" + busy.Addr().String() + "/0"}, 1, "cannot reach Redis"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
