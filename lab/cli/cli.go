@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/runner"
 )
 
 // A command is one lab subcommand. run returns the process exit code:
@@ -40,8 +41,11 @@ var commands = map[string]command{
 }
 
 // Main runs the lab command with args (without the program name) and
-// returns the exit code.
+// returns the exit code. The process ends with the program that started
+// it (runner.EndWithParent): under go run, lab is go run's child, and go
+// run passes no signal on.
 func Main(args []string, stdout, stderr io.Writer) int {
+	runner.EndWithParent()
 	if len(args) == 0 {
 		usage(stderr)
 		return 2

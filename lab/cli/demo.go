@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 
 	"quoteflowlab.dev/lab/internal/demo"
 )
@@ -21,7 +18,8 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Runs an experiment a lesson page shows, end to end: it builds the checkpoint (and the mutant")
 		fmt.Fprintln(stderr, "it compares with), starts the provider lab, the QuoteFlow processes and a redis-server (the")
 		fmt.Fprintln(stderr, "embedded stand-in when there is none) on free loopback ports, prints the page's table, and")
-		fmt.Fprintln(stderr, "stops everything it started (Ctrl-C too). Without NAME, every demo of the lesson, in page order.")
+		fmt.Fprintln(stderr, "stops everything it started, on Ctrl-C, a hangup or a closed output too (on Linux, even when")
+		fmt.Fprintln(stderr, "lab is killed outright). Without NAME, every demo of the lesson, in page order.")
 		fmt.Fprintln(stderr)
 		fmt.Fprintln(stderr, "demos:")
 		for _, d := range demo.All {
@@ -48,9 +46,13 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopContext()
 	defer stop()
+	stdout, stderr = stopOnClosedOutput(stop, stdout, stderr)
 	for i, d := range demos {
+		if ctx.Err() != nil {
+			return 1
+		}
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}

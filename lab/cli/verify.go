@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -100,7 +99,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		progress = stderr
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := stopContext()
 	defer stop()
 
 	res := verify(ctx, root, items, *noCache, progress)
