@@ -80,7 +80,8 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run `lab <command> -h` for a command's flags.")
 	fmt.Fprintln(w, "Exit codes: 0 success (for check: the answer passed), 1 failure, 2 usage error,")
-	fmt.Fprintln(w, "3 (check only) inconclusive: the machine was too busy to judge a timed check.")
+	fmt.Fprintln(w, "3 (check, verify) inconclusive: the machine was too busy to judge a timed check or a")
+	fmt.Fprintln(w, "page's figures.")
 	fmt.Fprintln(w, "`go run ./lab` prints \"exit status N\" and itself exits 1 for any failure; for the")
 	fmt.Fprintln(w, "exact code, run the installed command: `go install ./lab`, then `lab <command>`.")
 }

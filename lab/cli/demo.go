@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"quoteflowlab.dev/lab/internal/demo"
+	"quoteflowlab.dev/lab/internal/machine"
+	"quoteflowlab.dev/lab/internal/report"
 )
 
 // runDemo runs a lesson page's experiments end to end.
@@ -59,7 +61,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		if len(demos) > 1 {
 			fmt.Fprintf(stdout, "$ lab demo %d %s\n", d.Lesson, d.Name)
 		}
-		if err := Demo(ctx, root, d, stdout, stderr); err != nil {
+		if _, err := Demo(ctx, root, d, stdout, stderr); err != nil {
 			fmt.Fprintf(stderr, "lab demo %d %s: %v\n", d.Lesson, d.Name, err)
 			return 1
 		}
@@ -67,18 +69,27 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// Demo runs one demo in a fresh environment that it stops afterwards.
-func Demo(ctx context.Context, root string, d demo.Demo, stdout, log io.Writer) error {
+// Demo runs one demo in a fresh environment that it stops afterwards. It
+// returns how busy the machine was while the experiment ran (after the
+// builds), and says on log when the machine held it back: its timings are
+// then the machine's, not the code's.
+func Demo(ctx context.Context, root string, d demo.Demo, stdout, log io.Writer) (report.Machine, error) {
 	env, err := demo.NewEnv(root, log)
 	if err != nil {
-		return err
+		return report.Machine{}, err
 	}
 	defer env.Close()
-	if err := d.Run(ctx, env, stdout); err != nil {
+	err = d.Run(ctx, env, stdout)
+	m := env.Machine()
+	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted; everything it started is stopped")
+			return m, fmt.Errorf("interrupted; everything it started is stopped")
 		}
-		return err
+		return m, err
 	}
-	return nil
+	if m.Busy {
+		fmt.Fprintf(log, "lab demo %d %s: the machine was busy while it ran (%s): its timings are the machine's,\n"+
+			"not the code's, and may be off the page's; run it again when the machine is quieter\n", d.Lesson, d.Name, machine.Describe(m))
+	}
+	return m, nil
 }

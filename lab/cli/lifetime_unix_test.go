@@ -26,6 +26,7 @@ import (
 //   - as lab, it has one more demo, `lab demo 0 hold`: a redis-server (when
 //     there is one on PATH) and two QuoteFlow stand-ins, then "ready", then
 //     a line every 20 ms until it is stopped;
+//   - `lab demo 0 wait` says "started", waits 1.5 s and ends;
 //   - with goRunRole set, it is go run's stand-in: it runs the rest of its
 //     command line as lab, in a child process, and passes no signal on.
 const goRunRole = "LAB_CLI_TEST_GO_RUN"
@@ -38,7 +39,9 @@ func testRoles() {
 		os.Exit(fakeGoRun(os.Args[1:]))
 	}
 	if len(demo.Find(0, "hold")) == 0 {
-		demo.All = append(demo.All, demo.Demo{Lesson: 0, Name: "hold", Summary: "lifetime tests: start processes, then hold", Run: holdDemo})
+		demo.All = append(demo.All,
+			demo.Demo{Lesson: 0, Name: "hold", Summary: "lifetime tests: start processes, then hold", Run: holdDemo},
+			demo.Demo{Lesson: 0, Name: "wait", Summary: "the busy-machine test: say started, wait 1.5 s", Run: waitDemo})
 	}
 }
 
@@ -100,4 +103,14 @@ func holdDemo(ctx context.Context, e *demo.Env, w io.Writer) error {
 			fmt.Fprintln(w, "still running")
 		}
 	}
+}
+
+func waitDemo(ctx context.Context, e *demo.Env, w io.Writer) error {
+	fmt.Fprintln(w, "started")
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(1500 * time.Millisecond):
+	}
+	return nil
 }

@@ -21,12 +21,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 
 	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/machine"
 	"quoteflowlab.dev/lab/internal/redisinfo"
+	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/runner"
 	"quoteflowlab.dev/lab/internal/variant"
 	"quoteflowlab.dev/provider"
@@ -44,6 +47,11 @@ type Env struct {
 	mu      sync.Mutex
 	closers []func()
 	bins    map[string]string
+
+	// mon samples how busy the machine is (lab check's monitor); mark is
+	// where the last build ended: the builds are not the experiment.
+	mon  *machine.Monitor
+	mark atomic.Int64
 }
 
 // scratchPrefix starts the name of every scratch directory, then the
@@ -58,8 +66,13 @@ func NewEnv(root string, log io.Writer) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Env{Root: root, Dir: dir, Log: log, bins: map[string]string{}}, nil
+	return &Env{Root: root, Dir: dir, Log: log, bins: map[string]string{}, mon: machine.Start()}, nil
 }
+
+// Machine says how busy the machine was since the last build (the whole
+// run when nothing was built): whether a 10 ms timer of this process fired
+// late, as lab check judges a busy machine.
+func (e *Env) Machine() report.Machine { return e.mon.Since(int(e.mark.Load())) }
 
 // leftoverAge is how old a scratch directory whose maker is unknown (made
 // before directories were named after their lab's pid) must be to be
@@ -110,6 +123,10 @@ func (e *Env) Close() {
 		cs[i]()
 	}
 	os.RemoveAll(e.Dir)
+	if e.mon != nil {
+		e.mon.Stop()
+		e.mon = nil
+	}
 }
 
 // Provider starts a provider lab in this process on a free port.
@@ -174,6 +191,7 @@ func (e *Env) Build(ctx context.Context, lesson int, mutant string) (string, err
 		return "", fmt.Errorf("go build %s: %s", l.Checkpoint(), strings.TrimSpace(res.Output))
 	}
 	e.bins[key] = bin
+	e.mark.Store(int64(e.mon.Mark()))
 	return bin, nil
 }
 
