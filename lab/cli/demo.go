@@ -88,8 +88,8 @@ func Demo(ctx context.Context, root string, d demo.Demo, stdout, log io.Writer) 
 		return m, err
 	}
 	if m.Busy {
-		fmt.Fprintf(log, "lab demo %d %s: the machine was busy while it ran (%s): its timings are the machine's,\n"+
-			"not the code's, and may be off the page's; run it again when the machine is quieter\n", d.Lesson, d.Name, machine.Describe(m))
+		fmt.Fprintf(log, "lab demo %d %s: the machine was busy while it ran: %s;\n"+
+			"its timings are the machine's, not the code's, and may be off the page's: run it again when it is quieter\n", d.Lesson, d.Name, machine.Describe(m))
 	}
 	return m, nil
 }

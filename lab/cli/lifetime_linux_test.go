@@ -375,7 +375,7 @@ func TestLabDemoSaysWhenTheMachineHeldItBack(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("lab demo 0 wait did not end within 30 s")
 	}
-	if !strings.Contains(stderr.String(), "lab demo 0 wait: the machine was busy while it ran (a 10 ms timer fired up to") {
+	if !strings.Contains(stderr.String(), "lab demo 0 wait: the machine was busy while it ran: a 10 ms timer fired up to") {
 		t.Errorf("held back 3 × 100 ms, lab demo said nothing of it; stderr:\n%s", stderr.String())
 	}
 }
