@@ -89,7 +89,12 @@ func Demo(ctx context.Context, root string, d demo.Demo, stdout, log io.Writer) 
 	}
 	if m.Busy {
 		fmt.Fprintf(log, "lab demo %d %s: the machine was busy while it ran: %s;\n"+
-			"its timings are the machine's, not the code's, and may be off the page's: run it again when it is quieter\n", d.Lesson, d.Name, machine.Describe(m))
+			"its timings are the machine's, not the code's, and may be off the page's: run it again when it is quieter\n", d.Lesson, d.Name, describeDemo(m))
 	}
 	return m, nil
+}
+
+// describeDemo says how busy the machine was, and how much it held lab back.
+func describeDemo(m report.Machine) string {
+	return fmt.Sprintf("%s; lab's threads waited for a CPU %.0f%% of the run", machine.Describe(m), 100*m.MaxStarved)
 }

@@ -85,7 +85,7 @@ func decideFigures(ctx context.Context, run func() (res itemResult, drifted bool
 		second.Detail = "the first run:\n" + first.Detail
 	case drifted && m.Busy:
 		second.Inconclusive = true
-		second.Summary = fmt.Sprintf("inconclusive: %s in two runs, the second while the machine was busy (%s): run it again when the machine is quieter", second.Summary, machine.Describe(m))
+		second.Summary = fmt.Sprintf("inconclusive: %s in two runs, the second while the machine was busy (%s): run it again when the machine is quieter", second.Summary, describeDemo(m))
 	default:
 		second.Summary += ", in two runs"
 	}

@@ -48,10 +48,14 @@ type Env struct {
 	closers []func()
 	bins    map[string]string
 
-	// mon samples how busy the machine is (lab check's monitor); mark is
-	// where the last build ended: the builds are not the experiment.
-	mon  *machine.Monitor
-	mark atomic.Int64
+	// mon samples how busy the machine is (lab check's monitor), and
+	// starved how long this process's threads waited for a CPU (what
+	// lab check measures of an answer: here the provider labs and the
+	// demos' clients run in this process), both since the last build
+	// ended: the builds are not the experiment.
+	mon     *machine.Monitor
+	mark    atomic.Int64
+	starved atomic.Pointer[func() (float64, time.Duration)]
 }
 
 // scratchPrefix starts the name of every scratch directory, then the
@@ -66,13 +70,34 @@ func NewEnv(root string, log io.Writer) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Env{Root: root, Dir: dir, Log: log, bins: map[string]string{}, mon: machine.Start()}, nil
+	e := &Env{Root: root, Dir: dir, Log: log, bins: map[string]string{}, mon: machine.Start()}
+	e.measureFromNow()
+	return e, nil
+}
+
+// measureFromNow starts the machine's measures afresh.
+func (e *Env) measureFromNow() {
+	e.mark.Store(int64(e.mon.Mark()))
+	w := runner.WatchStarvation(os.Getpid())
+	if old := e.starved.Swap(&w); old != nil {
+		(*old)()
+	}
 }
 
 // Machine says how busy the machine was since the last build (the whole
-// run when nothing was built): whether a 10 ms timer of this process fired
-// late, as lab check judges a busy machine.
-func (e *Env) Machine() report.Machine { return e.mon.Since(int(e.mark.Load())) }
+// run when nothing was built), as lab check judges it: Busy when a 10 ms
+// timer of this process fired late, or when its threads waited for a CPU
+// a quarter of the time (MaxStarved).
+func (e *Env) Machine() report.Machine {
+	m := e.mon.Since(int(e.mark.Load()))
+	if w := e.starved.Swap(nil); w != nil {
+		starved, elapsed := (*w)()
+		e.measureFromNow()
+		m.MaxStarved = max(starved, 0)
+		m.Busy = m.Busy || e.mon.HeldBack(starved, elapsed)
+	}
+	return m
+}
 
 // leftoverAge is how old a scratch directory whose maker is unknown (made
 // before directories were named after their lab's pid) must be to be
@@ -126,6 +151,9 @@ func (e *Env) Close() {
 	if e.mon != nil {
 		e.mon.Stop()
 		e.mon = nil
+	}
+	if w := e.starved.Swap(nil); w != nil {
+		(*w)()
 	}
 }
 
@@ -191,7 +219,7 @@ func (e *Env) Build(ctx context.Context, lesson int, mutant string) (string, err
 		return "", fmt.Errorf("go build %s: %s", l.Checkpoint(), strings.TrimSpace(res.Output))
 	}
 	e.bins[key] = bin
-	e.mark.Store(int64(e.mon.Mark()))
+	e.measureFromNow()
 	return bin, nil
 }
 

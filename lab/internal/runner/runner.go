@@ -384,3 +384,20 @@ func ParentGone() <-chan struct{} { return parentGone() }
 
 // Alive reports whether process pid exists.
 func Alive(pid int) bool { return exists(pid) }
+
+// WatchStarvation samples pid's threads (this process's own too) until the
+// returned function is called, which gives the share of the wall time since
+// this call that they waited for a CPU, summed over threads (as
+// Result.Starved; -1 where it cannot be measured), and that wall time.
+func WatchStarvation(pid int) func() (starved float64, elapsed time.Duration) {
+	began := time.Now()
+	stop := watchStarvation(pid)
+	return func() (float64, time.Duration) {
+		w, ok := stop()
+		elapsed := time.Since(began)
+		if !ok || elapsed <= 0 {
+			return -1, elapsed
+		}
+		return float64(w) / float64(elapsed), elapsed
+	}
+}
