@@ -460,3 +460,29 @@ func TestABasketWriteCannotLandAfterItsDeadline(t *testing.T) {
 		t.Errorf("the retry again: %d, basket %s, %d new calls; want 200, basket %s and no call", again.Code, got.ID, fake.TotalCalls()-calls, b.ID)
 	}
 }
+
+// Redis stalls while a renewal of the quote's leases is in flight: the
+// renewal waits out its round-trip limit (1 s here), and the quote, whose
+// boreal call runs to the 800 ms deadline, must not wait for it to give
+// its slots back. (Release used to wait for the renewal: 0.92 s with the
+// default 250 ms limit, up to 1.8 s with this one.)
+func TestARenewalStuckInAStalledRedisDoesNotHoldTheAnswer(t *testing.T) {
+	t.Parallel()
+	s := redistest.Start(t)
+	fake := newFake(map[string]reply{"boreal": hang})
+	p := redisProcess(t, s.URL(), fake, quota.RedisConfig{Limit: 6, TTL: 300 * time.Millisecond}, // renewed every 100 ms
+		Config{Budget: 800 * time.Millisecond})
+	done := make(chan time.Duration, 1)
+	start := time.Now()
+	go func() {
+		p.svc.Quote(context.Background(), kb(1))
+		done <- time.Since(start)
+	}()
+	for fake.InFlight() < 1 && time.Since(start) < 5*time.Second { // boreal holds its slot: now stall
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.Stall(2 * time.Second)
+	if took := <-done; took > 800*time.Millisecond+150*time.Millisecond {
+		t.Errorf("the quote answered after %s with Redis stalled, want within its 800 ms budget (+150 ms slack)", took)
+	}
+}

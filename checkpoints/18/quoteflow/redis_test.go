@@ -460,3 +460,98 @@ func TestABasketWriteCannotLandAfterItsDeadline(t *testing.T) {
 		t.Errorf("the retry again: %d, basket %s, %d new calls; want 200, basket %s and no call", again.Code, got.ID, fake.TotalCalls()-calls, b.ID)
 	}
 }
+
+// arrivals records, in order, whether each call that reached the suppliers
+// was a first copy or a hedge (X-Attempt: 2), then answers after a latency:
+// boreal's first copies straggle.
+type arrivals struct {
+	mu    sync.Mutex
+	hedge []bool
+}
+
+func (a *arrivals) reply(r *http.Request, attempt int) (*http.Response, error) {
+	hedge := r.Header.Get("X-Attempt") == "2"
+	a.mu.Lock()
+	a.hedge = append(a.hedge, hedge)
+	a.mu.Unlock()
+	d := 10 * time.Millisecond
+	if !hedge && strings.HasSuffix(r.URL.Path, "/boreal") {
+		d = 150 * time.Millisecond
+	}
+	return after(d, normal)(r, attempt)
+}
+
+// hedgesBeforeLastFirst counts the hedges that reached a supplier before
+// the last first copy did.
+func (a *arrivals) hedgesBeforeLastFirst() (hedges, firsts int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	last := -1
+	for i, h := range a.hedge {
+		if !h {
+			last, firsts = i, firsts+1
+		}
+	}
+	for _, h := range a.hedge[:last+1] {
+		if h {
+			hedges++
+		}
+	}
+	return hedges, firsts
+}
+
+// With the shared Redis quota as with the local limiter, a hedge never
+// takes a slot a first call is waiting for: a 50-line basket (150 first
+// calls through 6 slots, every boreal call slower than its hedge delay)
+// sends no hedge before its last first call. Hedges ask for a slot every
+// 5 ms and first calls every 20 ms: without the line, hedges took freed
+// slots ahead of the first calls waiting for them.
+func TestAHedgeNeverPassesAFirstCallWaitingForTheSharedQuota(t *testing.T) {
+	t.Parallel()
+	s := redistest.Start(t)
+	a := &arrivals{}
+	fake := newFake(map[string]reply{"atlas": a.reply, "boreal": a.reply, "cedar": a.reply})
+	p := redisProcess(t, s.URL(), fake, quota.RedisConfig{Limit: 6}, Config{Hedge: fixedDelay(20 * time.Millisecond),
+		Basket: BasketPolicy{Deadline: 10 * time.Second}})
+	req := lines(MaxBasketLines)
+	b, err := p.svc.Basket(testCtx(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hedges, firsts := a.hedgesBeforeLastFirst()
+	if firsts != 3*MaxBasketLines {
+		t.Fatalf("%d first calls reached the suppliers, want %d (basket %d extra calls)", firsts, 3*MaxBasketLines, b.ExtraCalls)
+	}
+	if hedges != 0 {
+		t.Errorf("%d hedges reached a supplier before the basket's last first call; want 0: a hedge never passes a call waiting in line", hedges)
+	}
+	if b.ExtraCalls == 0 {
+		t.Errorf("no hedge at all: the test proves nothing (boreal's first copies straggle past the 20 ms delay)")
+	}
+}
+
+// Redis stalls while a renewal of the quote's leases is in flight: the
+// renewal waits out its round-trip limit (1 s here), and the quote, whose
+// boreal call runs to the 800 ms deadline, must not wait for it to give
+// its slots back. (Release used to wait for the renewal: 0.92 s with the
+// default 250 ms limit, up to 1.8 s with this one.)
+func TestARenewalStuckInAStalledRedisDoesNotHoldTheAnswer(t *testing.T) {
+	t.Parallel()
+	s := redistest.Start(t)
+	fake := newFake(map[string]reply{"boreal": hang})
+	p := redisProcess(t, s.URL(), fake, quota.RedisConfig{Limit: 6, TTL: 300 * time.Millisecond}, // renewed every 100 ms
+		Config{Budget: 800 * time.Millisecond, NoHedge: true})
+	done := make(chan time.Duration, 1)
+	start := time.Now()
+	go func() {
+		p.svc.Quote(context.Background(), kb(1))
+		done <- time.Since(start)
+	}()
+	for fake.InFlight() < 1 && time.Since(start) < 5*time.Second { // boreal holds its slot: now stall
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.Stall(2 * time.Second)
+	if took := <-done; took > 800*time.Millisecond+150*time.Millisecond {
+		t.Errorf("the quote answered after %s with Redis stalled, want within its 800 ms budget (+150 ms slack)", took)
+	}
+}
