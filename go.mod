@@ -81,4 +81,6 @@ ignore (
 	./lessons/18/answer_previous
 	./lessons/18/exercise
 	./lessons/19/answer_previous
+	./lessons/19/exercise
+	./lessons/20/answer_previous
 )

@@ -23,4 +23,7 @@ import (
 	_ "quoteflowlab.dev/checkpoints/17/quoteflow"
 	_ "quoteflowlab.dev/checkpoints/18/hedge"
 	_ "quoteflowlab.dev/checkpoints/18/quoteflow"
+	_ "quoteflowlab.dev/checkpoints/19/breaker"
+	_ "quoteflowlab.dev/checkpoints/19/fanout"
+	_ "quoteflowlab.dev/checkpoints/19/quoteflow"
 )
