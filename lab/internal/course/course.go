@@ -102,6 +102,9 @@ var Lessons = []Lesson{
 	{Number: 18, Title: "The slowest of three: hedge the tail, pay from a budget",
 		Task:   "a straggler hedged and its loser cancelled; extra calls within one budget; hedges inside the limit, at the p95",
 		Method: report.Mutants},
+	{Number: 19, Title: "A supplier is down: stop asking, answer from what you know",
+		Task:   "a breaker opens past its minimum on outages only, refuses at once, probes a few, closes; a stale answer, marked, never too old",
+		Method: report.Mutants},
 }
 
 // Exercise is the exercise's name, "E14".
