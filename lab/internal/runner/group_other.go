@@ -11,3 +11,5 @@ func killGroup(cmd *exec.Cmd) {
 		_ = cmd.Process.Kill()
 	}
 }
+
+func groupAlive(int) bool { return false }

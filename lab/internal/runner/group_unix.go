@@ -21,3 +21,6 @@ func killGroup(cmd *exec.Cmd) {
 	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 }
+
+// groupAlive reports whether any process is left in process group pgid.
+func groupAlive(pgid int) bool { return syscall.Kill(-pgid, 0) == nil }

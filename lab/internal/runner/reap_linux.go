@@ -84,61 +84,107 @@ func runMarker(pid int) string {
 	return ""
 }
 
+// sweepBound caps one sweep: a fork-and-exit chain that outruns the kills
+// for that long is counted as left (Result.Left), never waited for forever.
+const sweepBound = 3 * time.Second
+
 // sweep kills what runs left behind: every descendant of this process that
 // is no longer below a child it started and waits for (an orphan the
 // kernel re-parented here), with everything below it. An orphan is spared
 // only while it carries the marker of a run still going (a daemon a running
 // answer started on purpose); run's own (its marker, or its process group)
-// and every unclaimed one go. Zombies among the orphans are reaped. It
-// returns how many processes it killed.
-func sweep(run *tracked) int {
+// and every unclaimed one go. Zombies among the orphans are reaped.
+//
+// It kills and reaps until two scans of /proc in a row find no orphan, not
+// even a zombie: a chain whose every generation starts the next (in a new
+// session) and exits at once is re-parented here one generation at a time,
+// and a scan may see a generation only as the zombie it left, its child
+// not yet listed (or not yet re-parented: see orphans). Stopping at the
+// first scan with nothing alive let such a chain outlive the run in 2 of 5
+// tests of six runs each. It returns how many processes it killed, and how many
+// orphans still ran when sweepBound was up (0 unless a chain outran it).
+func sweep(run *tracked) (killed, left int) {
 	if !subreaper.Load() {
-		return 0
+		return 0, 0
 	}
 	self := os.Getpid()
-	killed := map[int]bool{}
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
+	dead := map[int]bool{}
+	deadline := time.Now().Add(sweepBound)
+	for quiet := 0; quiet < 2; {
 		// Read /proc without the lock (it is slow on a loaded machine), then
 		// decide under it: a child started meanwhile held the lock from
 		// before its fork until it was registered, so it is known by now.
 		all := procs()
 		live.mu.Lock()
-		children := map[int][]int{}
-		for _, p := range all {
-			children[p.ppid] = append(children[p.ppid], p.pid)
+		doomed, settling := orphans(all, self, run)
+		live.mu.Unlock()
+		if len(doomed) == 0 && !settling {
+			quiet++
+			continue
 		}
-		var doomed []int
-		for _, pid := range children[self] {
-			p := all[pid]
-			if _, known := live.pids[pid]; known {
-				continue
-			}
-			if p.zombie {
-				var ws syscall.WaitStatus
-				_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
-				continue
-			}
-			if run != nil && p.pgid != run.pgid {
-				m := runMarker(pid)
-				if _, running := live.markers[m]; running && m != "" && m != run.marker {
-					continue // a daemon another run, still going, started on purpose
+		quiet = 0
+		if time.Now().After(deadline) {
+			for _, pid := range doomed {
+				if !all[pid].zombie {
+					left++
 				}
 			}
-			doomed = append(doomed, subtree(children, pid)...)
-		}
-		live.mu.Unlock()
-		if len(doomed) == 0 {
-			return len(killed)
+			return len(dead), left
 		}
 		for _, pid := range doomed {
 			if !all[pid].zombie && syscall.Kill(pid, syscall.SIGKILL) == nil {
-				killed[pid] = true
+				dead[pid] = true
 			}
 		}
-		time.Sleep(5 * time.Millisecond) // the kills land; their children re-parent here
+		time.Sleep(time.Millisecond) // the kills land; the exits end; their children re-parent here
 	}
-	return len(killed)
+	return len(dead), 0
+}
+
+// orphans returns the processes a sweep for run kills in the snapshot all
+// (each orphan of self with everything below it), and reaps the orphans
+// that are zombies, saying whether there were any; live.mu is held.
+func orphans(all map[int]proc, self int, run *tracked) (doomed []int, settling bool) {
+	children := map[int][]int{}
+	for _, p := range all {
+		children[p.ppid] = append(children[p.ppid], p.pid)
+	}
+	for _, pid := range children[self] {
+		p := all[pid]
+		if _, known := live.pids[pid]; known {
+			continue
+		}
+		if p.zombie {
+			// Reaped or not, a zombie means a scan is not quiet: a
+			// multithreaded process's leader shows as a zombie (and cannot
+			// be reaped) while its other threads still exit, and the child
+			// one of them was forking is re-parented here only then.
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+			settling = true
+			continue
+		}
+		if run != nil && p.pgid != run.pgid {
+			m := runMarker(pid)
+			if _, running := live.markers[m]; running && m != "" && m != run.marker {
+				continue // a daemon another run, still going, started on purpose
+			}
+		}
+		doomed = append(doomed, subtree(children, pid)...)
+	}
+	return doomed, settling
+}
+
+// groupLeft counts the processes still running (zombies aside) in process
+// group pgid.
+func groupLeft(pgid int) int {
+	n := 0
+	for _, p := range procs() {
+		if p.pgid == pgid && !p.zombie {
+			n++
+		}
+	}
+	return n
 }
 
 // subtree is pid and every process below it.
