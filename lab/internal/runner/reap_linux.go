@@ -1,10 +1,12 @@
 package runner
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -13,7 +15,10 @@ import (
 // prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER (linux/prctl.h).
 const prSetChildSubreaper = 36
 
-var subreaper atomic.Bool
+var (
+	subreaper atomic.Bool
+	sweeping  sync.Mutex
+)
 
 // BecomeSubreaper makes this process the child subreaper of everything it
 // starts (Linux): a descendant whose parent exits — one that called setsid,
@@ -38,34 +43,48 @@ type proc struct {
 	zombie          bool
 }
 
-// procs reads every process's parent, group and state.
+// procs reads every process's parent, group and state: one read of
+// /proc/PID/stat each, straight into one buffer (1.2 ms for 110 processes
+// here, 2.2 ms through os.ReadFile): a sweep that chases a chain of
+// processes scans again and again, and the chain gains on a slow scan.
 func procs() map[int]proc {
 	out := map[int]proc{}
-	entries, err := os.ReadDir("/proc")
+	d, err := os.Open("/proc")
 	if err != nil {
 		return out
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	var buf [512]byte
+	path := make([]byte, 0, 32)
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
 		if err != nil {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		path = append(append(append(path[:0], "/proc/"...), name...), "/stat"...)
+		fd, err := syscall.Open(string(path), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 		if err != nil {
+			continue
+		}
+		n, err := syscall.Read(fd, buf[:])
+		syscall.Close(fd)
+		if err != nil || n <= 0 {
 			continue
 		}
 		// pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
-		i := strings.LastIndexByte(string(data), ')')
-		if i < 0 {
+		data := buf[:n]
+		i := bytes.LastIndexByte(data, ')')
+		if i < 0 || i+2 >= len(data) {
 			continue
 		}
-		f := strings.Fields(string(data[i+1:]))
+		f := bytes.Fields(data[i+1:])
 		if len(f) < 3 {
 			continue
 		}
-		ppid, _ := strconv.Atoi(f[1])
-		pgid, _ := strconv.Atoi(f[2])
-		out[pid] = proc{pid: pid, ppid: ppid, pgid: pgid, zombie: f[0] == "Z"}
+		ppid, _ := strconv.Atoi(string(f[1]))
+		pgid, _ := strconv.Atoi(string(f[2]))
+		out[pid] = proc{pid: pid, ppid: ppid, pgid: pgid, zombie: len(f[0]) == 1 && f[0][0] == 'Z'}
 	}
 	return out
 }
@@ -84,10 +103,6 @@ func runMarker(pid int) string {
 	return ""
 }
 
-// sweepBound caps one sweep: a fork-and-exit chain that outruns the kills
-// for that long is counted as left (Result.Left), never waited for forever.
-const sweepBound = 3 * time.Second
-
 // sweep kills what runs left behind: every descendant of this process that
 // is no longer below a child it started and waits for (an orphan the
 // kernel re-parented here), with everything below it. An orphan is spared
@@ -102,15 +117,24 @@ const sweepBound = 3 * time.Second
 // not yet listed (or not yet re-parented: see orphans). Stopping at the
 // first scan with nothing alive let such a chain outlive the run in 2 of 5
 // tests of six runs each. It returns how many processes it killed, and how many
-// orphans still ran when sweepBound was up (0 unless a chain outran it).
+// orphans still ran when SweepBound was up (0 unless a chain outran it).
 func sweep(run *tracked) (killed, left int) {
 	if !subreaper.Load() {
 		return 0, 0
 	}
+	// One sweep at a time: runs end ten at a time, and ten sweeps scanning
+	// /proc at once each see the others' orphans; one sweep kills them all
+	// (what the others then find is gone) with a tenth of the scans, and
+	// scans faster than ten.
+	sweeping.Lock()
+	defer sweeping.Unlock()
 	self := os.Getpid()
 	dead := map[int]bool{}
-	deadline := time.Now().Add(sweepBound)
-	for quiet := 0; quiet < 2; {
+	deadline := time.Now().Add(SweepBound)
+	// One quiet scan ends a sweep that has seen nothing: everything the run
+	// started was re-parented here before its child was reaped, so it would
+	// show. Once something showed, two in a row.
+	for quiet, need := 0, 1; quiet < need; {
 		// Read /proc without the lock (it is slow on a loaded machine), then
 		// decide under it: a child started meanwhile held the lock from
 		// before its fork until it was registered, so it is known by now.
@@ -122,19 +146,31 @@ func sweep(run *tracked) (killed, left int) {
 			quiet++
 			continue
 		}
-		quiet = 0
-		if time.Now().After(deadline) {
-			for _, pid := range doomed {
-				if !all[pid].zombie {
-					left++
-				}
-			}
-			return len(dead), left
-		}
+		quiet, need = 0, 2
+		late := time.Now().After(deadline)
 		for _, pid := range doomed {
-			if !all[pid].zombie && syscall.Kill(pid, syscall.SIGKILL) == nil {
+			if all[pid].zombie {
+				continue
+			}
+			if all[pid].pgid == pid {
+				// A group leader's whole group goes at once: the child it is
+				// starting is in it until that child calls setsid, so a
+				// chain whose every link starts the next in a new session
+				// loses the link on its way. (Only the group of an orphan
+				// being killed: never lab's group, nor one a run leads.)
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+			if syscall.Kill(pid, syscall.SIGKILL) != nil {
+				continue
+			}
+			if late {
+				left++ // killed too, but the chain may have gone on
+			} else {
 				dead[pid] = true
 			}
+		}
+		if late {
+			return len(dead), left
 		}
 		time.Sleep(time.Millisecond) // the kills land; the exits end; their children re-parent here
 	}
@@ -142,12 +178,19 @@ func sweep(run *tracked) (killed, left int) {
 }
 
 // orphans returns the processes a sweep for run kills in the snapshot all
-// (each orphan of self with everything below it), and reaps the orphans
-// that are zombies, saying whether there were any; live.mu is held.
+// (each orphan of self with everything below it, but those another sweep
+// claimed), claims them, and reaps the orphans that are zombies; settling
+// says whether there were any zombies or claimed ones, which another scan
+// must see gone. live.mu is held.
 func orphans(all map[int]proc, self int, run *tracked) (doomed []int, settling bool) {
 	children := map[int][]int{}
 	for _, p := range all {
 		children[p.ppid] = append(children[p.ppid], p.pid)
+	}
+	for pid := range live.doomed {
+		if _, ok := all[pid]; !ok {
+			delete(live.doomed, pid) // gone (reaped by its parent): the pid may be used again
+		}
 	}
 	for _, pid := range children[self] {
 		p := all[pid]
@@ -160,7 +203,9 @@ func orphans(all map[int]proc, self int, run *tracked) (doomed []int, settling b
 			// be reaped) while its other threads still exit, and the child
 			// one of them was forking is re-parented here only then.
 			var ws syscall.WaitStatus
-			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+			if got, _ := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); got == pid {
+				delete(live.doomed, pid) // gone: the pid may be used again
+			}
 			settling = true
 			continue
 		}
@@ -170,7 +215,14 @@ func orphans(all map[int]proc, self int, run *tracked) (doomed []int, settling b
 				continue // a daemon another run, still going, started on purpose
 			}
 		}
-		doomed = append(doomed, subtree(children, pid)...)
+		for _, d := range subtree(children, pid) {
+			if _, claimed := live.doomed[d]; claimed {
+				settling = true // another sweep kills it: wait until it is gone
+				continue
+			}
+			live.doomed[d] = struct{}{}
+			doomed = append(doomed, d)
+		}
 	}
 	return doomed, settling
 }
@@ -178,6 +230,9 @@ func orphans(all map[int]proc, self int, run *tracked) (doomed []int, settling b
 // groupLeft counts the processes still running (zombies aside) in process
 // group pgid.
 func groupLeft(pgid int) int {
+	if syscall.Kill(-pgid, 0) != nil {
+		return 0 // the group is empty: no need to read /proc
+	}
 	n := 0
 	for _, p := range procs() {
 		if p.pgid == pgid && !p.zombie {

@@ -44,6 +44,11 @@ type Cmd struct {
 	// everything in it when the run ends, killed or not, once nothing the
 	// child started is left running (Linux, as the child subreaper).
 	TempDir string
+	// Unmeasured: the child's threads are not sampled for Result.Starved
+	// (-1) nor, when it is killed, for Result.Computing: for a server lab
+	// keeps beside the runs it measures, sampled every 10 ms otherwise for
+	// as long as it runs.
+	Unmeasured bool
 }
 
 // Result is what one finished (or killed) child left behind.
@@ -101,7 +106,11 @@ var live = struct {
 	mu      sync.Mutex
 	pids    map[int]struct{}
 	markers map[string]struct{}
-}{pids: map[int]struct{}{}, markers: map[string]struct{}{}}
+	// doomed: the orphans a sweep is killing, until it reaps them. Sweeps
+	// of runs that end at once see the same orphans; each is counted by
+	// the one sweep that claimed it, so counts add up to the true total.
+	doomed map[int]struct{}
+}{pids: map[int]struct{}{}, markers: map[string]struct{}{}, doomed: map[int]struct{}{}}
 
 func newMarker() string {
 	b := make([]byte, 8)
@@ -178,14 +187,17 @@ func Run(ctx context.Context, c Cmd) (res Result) {
 	}()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	starve := watchStarvation(cmd.Process.Pid)
+	starve := func() (time.Duration, bool) { return 0, false }
+	if !c.Unmeasured {
+		starve = watchStarvation(cmd.Process.Pid)
+	}
 	killed := false
 	select {
 	case err = <-done:
 	case <-tctx.Done():
 		killed = true
-		computing, known := false, false
-		for range 5 { // a spinning program is seen running in a few samples
+		computing, known := false, c.Unmeasured
+		for range 5 * btoi(!c.Unmeasured) { // a spinning program is seen running in a few samples
 			if computing, known = busyThreads(cmd.Process.Pid); computing || !known {
 				break
 			}
@@ -336,6 +348,13 @@ func (b *Buffer) String() string {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // RemoveAll removes path with everything in it, as os.RemoveAll, and also
 // what a child made hard to remove: folders it left without write or
 // search permission are opened up first.
@@ -398,3 +417,8 @@ func SetGroup(cmd *exec.Cmd) { setGroup(cmd) }
 
 // KillGroup kills cmd's whole process group (taskkill /T on Windows).
 func KillGroup(cmd *exec.Cmd) { killGroup(cmd) }
+
+// SweepBound caps how long one sweep kills what a run left (Linux): a
+// fork-and-exit chain still starting processes after that is counted as
+// left (Result.Left), never waited for forever.
+const SweepBound = 3 * time.Second

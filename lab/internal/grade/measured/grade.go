@@ -104,7 +104,7 @@ var toolChecks = []toolCheck{
 // run, it is inconclusive rather than failed.
 func Grade(ctx context.Context, opts Options) Result {
 	start := time.Now()
-	g := &grader{opts: opts, findings: map[string]finding{}, todo: map[string]bool{}}
+	g := &grader{opts: opts, findings: map[string]finding{}, todo: map[string]bool{}, left: &grade.LeftBehind{}}
 	g.dir = resolveDir(opts)
 	if err := g.loadOverlay(); err != nil {
 		g.failAll("reading the overlay: " + err.Error())
@@ -273,7 +273,7 @@ func (g *grader) spun(tool string) {
 // lab, findings of its own.
 func (g *grader) fork() *grader {
 	return &grader{opts: g.opts, dir: g.dir, overlay: g.overlay, binDir: g.binDir, bins: g.bins,
-		buildErrs: g.buildErrs, lab: g.lab, mon: g.mon, findings: map[string]finding{}, todo: map[string]bool{}}
+		buildErrs: g.buildErrs, lab: g.lab, mon: g.mon, findings: map[string]finding{}, todo: map[string]bool{}, left: g.left}
 }
 
 // merge copies a fork's findings (only names, when not nil) into g.
@@ -335,7 +335,8 @@ type grader struct {
 	buildErrs map[string]string
 	lab       *lab
 
-	mon grade.Monitor
+	mon  grade.Monitor
+	left *grade.LeftBehind // processes the tools left running, over every fork
 
 	mu       sync.Mutex
 	findings map[string]finding
@@ -382,6 +383,9 @@ type Result struct {
 	Notes        []string       // re-runs and what they showed
 	Machine      report.Machine // how busy the machine was while the tools ran
 	Elapsed      time.Duration
+	// Left is what the tools left running when they exited (any process,
+	// any group or session): one fails the check.
+	Left *grade.LeftBehind
 }
 
 // Failed returns the names of the properties that do not hold (not those
@@ -400,7 +404,7 @@ func (r Result) Failed() []string {
 func (g *grader) result(start time.Time) Result {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	r := Result{Passed: true, NotStarted: g.notStarted(), Notes: slices.Clone(g.notes)}
+	r := Result{Passed: true, NotStarted: g.notStarted(), Notes: slices.Clone(g.notes), Left: g.left}
 	busy := false
 	folded := map[string]bool{} // tools that still print their TODO, shown as one line
 	for _, s := range specs {
