@@ -91,3 +91,20 @@ func TestTempDirIsRemoved(t *testing.T) {
 		t.Fatalf("the temporary folder is still there after the run: %v", err)
 	}
 }
+
+// A run stopped early (its caller gave up: lab check's Ctrl-C) removes its
+// temporary folder all the same.
+func TestTempDirIsRemovedWhenTheRunIsStopped(t *testing.T) {
+	tmp := filepath.Join(t.TempDir(), "run", "tmp")
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	c := child("mktemp", "RUNNER_HANG=1")
+	c.TempDir = tmp
+	res := Run(ctx, c)
+	if res.Err == nil || !strings.HasPrefix(strings.TrimSpace(res.Output), tmp) {
+		t.Fatalf("got %+v; want a run stopped by its caller after making a folder in %s", res, tmp)
+	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Fatalf("the temporary folder is still there after the run was stopped: %v", err)
+	}
+}

@@ -67,6 +67,9 @@ func TestMain(m *testing.M) {
 		os.WriteFile(filepath.Join(dir, "locked", "in"), []byte("x"), 0o644)
 		os.Chmod(filepath.Join(dir, "locked"), 0o500)
 		fmt.Println(dir)
+		if os.Getenv("RUNNER_HANG") != "" {
+			time.Sleep(time.Hour)
+		}
 	case "chatty":
 		line := strings.Repeat("x", 1023) + "\n"
 		for range 200 {
