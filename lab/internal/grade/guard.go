@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -57,6 +58,31 @@ type guarded struct {
 	data []byte
 	mode fs.FileMode
 	id   fileid.ID // the file's status when data was read; zero: not known
+	// large: over maxCopied, so data is not kept; such a file is compared
+	// by its status (id, or elsewhere its size and modification time).
+	large bool
+	size  int64
+	mtime time.Time
+}
+
+// maxCopied is the largest file the guard keeps a copy of. The course's
+// own files are all under 100 KB; a larger one is a student's (a binary
+// go build left in a checkpoint's folder): it is compared by its status,
+// named when that changed, but cannot be put back.
+const maxCopied = 1 << 20
+
+// same reports whether two readings of a file found the same file.
+func same(was, is guarded) bool {
+	if was.mode != is.mode || was.large != is.large {
+		return false
+	}
+	if !was.large {
+		return bytes.Equal(is.data, was.data)
+	}
+	if was.id.Known() {
+		return was.id == is.id
+	}
+	return was.size == is.size && was.mtime.Equal(is.mtime)
 }
 
 // except is what a guard leaves alone: folders (absolute, cleaned) and the
@@ -195,6 +221,10 @@ func (g *Guard) read(prev map[string]guarded) (map[string]guarded, map[string]st
 			files[rel] = was
 			return nil
 		}
+		if info.Size() > maxCopied {
+			files[rel] = guarded{mode: info.Mode(), id: id, large: true, size: info.Size(), mtime: info.ModTime()}
+			return nil
+		}
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return err
@@ -241,17 +271,25 @@ func (g *Guard) restore() []string {
 	var changed []string
 	for rel, was := range g.files {
 		is, ok := now[rel]
-		if ok && is.mode == was.mode && bytes.Equal(is.data, was.data) {
+		if ok && same(was, is) {
 			g.files[rel] = is // the same content: its new status need not be read again
 			continue
 		}
 		changed = append(changed, rel)
-		if ok {
+		if ok && !is.large {
 			g.keep(rel, is)
 		}
 		path := filepath.Join(g.root, filepath.FromSlash(rel))
 		if !was.mode.IsRegular() {
 			continue // not ours to recreate; named all the same
+		}
+		if was.large {
+			changed[len(changed)-1] += " (over 1 MB: lab kept no copy to put back)"
+			g.files[rel] = is
+			if !ok {
+				delete(g.files, rel)
+			}
+			continue
 		}
 		os.RemoveAll(path) // a directory or a link put in its place goes too
 		os.MkdirAll(filepath.Dir(path), 0o755)
@@ -262,8 +300,15 @@ func (g *Guard) restore() []string {
 	for rel, is := range now {
 		if _, ok := g.files[rel]; !ok {
 			changed = append(changed, rel)
+			path := filepath.Join(g.root, filepath.FromSlash(rel))
+			if is.large { // moved aside whole, not read into memory
+				if err := g.moveAside(rel, path); err != nil {
+					changed[len(changed)-1] += " (could not be moved out of the course: " + err.Error() + ")"
+				}
+				continue
+			}
 			g.keep(rel, is)
-			os.Remove(filepath.Join(g.root, filepath.FromSlash(rel)))
+			os.Remove(path)
 		}
 	}
 	// Folders made since, deepest first: each goes once it is empty (what
@@ -314,6 +359,45 @@ func (g *Guard) keep(rel string, is guarded) {
 			return
 		}
 	}
+}
+
+// moveAside moves a new file too large to copy in memory into the folder
+// of kept versions (a copy, then removed, when that folder is on another
+// file system); g.mu is held.
+func (g *Guard) moveAside(rel, path string) error {
+	if g.kept == "" {
+		g.kept = filepath.Join(course.StateDir(g.root), "changed", time.Now().Format("20060102-150405.000"))
+	}
+	to := filepath.Join(g.kept, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	for n := 2; ; n++ {
+		if _, err := os.Lstat(to); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		to = fmt.Sprintf("%s~%d", filepath.Join(g.kept, filepath.FromSlash(rel)), n)
+	}
+	if os.Rename(path, to) == nil {
+		return nil
+	}
+	in, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Remove(path)
 }
 
 // KeptIn is the folder the changed files were copied to, as found, before

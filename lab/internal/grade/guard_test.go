@@ -178,3 +178,47 @@ func TestGuardFindsAChangeThatHidesItsTime(t *testing.T) {
 		}
 	}
 }
+
+// A file over 1 MB (a student's binary) is not copied into memory: a change
+// to it is named but cannot be put back, and a new one is moved whole into
+// the folder of kept versions.
+func TestGuardNamesLargeFilesItCannotKeep(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("LAB_STATE_DIR", filepath.Join(t.TempDir(), "state"))
+	big := make([]byte, maxCopied+1)
+	bin := filepath.Join(root, "checkpoints", "17", "quoteflow")
+	os.MkdirAll(filepath.Dir(bin), 0o755)
+	if err := os.WriteFile(bin, big, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewGuard(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Restore(); len(got) != 0 {
+		t.Fatalf("nothing changed, yet the guard says %v", got)
+	}
+	big[0] = 1
+	if err := os.WriteFile(bin, big, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	added := filepath.Join(root, "lab", "big.bin")
+	os.MkdirAll(filepath.Dir(added), 0o755)
+	if err := os.WriteFile(added, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := g.Restore()
+	want := []string{"checkpoints/17/quoteflow (over 1 MB: lab kept no copy to put back)", "lab/big.bin"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Restore = %q; want %q", got, want)
+	}
+	if _, err := os.Stat(added); !os.IsNotExist(err) {
+		t.Errorf("the large file added is still in the course (%v)", err)
+	}
+	if data, err := os.ReadFile(filepath.Join(g.KeptIn(), "lab", "big.bin")); err != nil || len(data) != len(big) {
+		t.Errorf("the large file added was not kept whole: %d bytes, %v", len(data), err)
+	}
+	if got := g.Restore(); len(got) != 0 {
+		t.Fatalf("after a restore, the guard still says %v", got)
+	}
+}
