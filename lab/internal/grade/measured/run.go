@@ -140,13 +140,15 @@ func (g *grader) execWithin(parent context.Context, within time.Duration, tool s
 	return r
 }
 
-// scratch makes a new folder for one tool run: in the check's cache beside
-// the tools' folder, or in the system's temporary folder when the tools are
-// built in a temporary folder of their own.
+// scratch makes a new folder for one tool run: in the cache's run folder
+// (BinDir is <cache>/E15/<answer>; the run folder is <cache>/run, beside the
+// exercises' folders, where no pruning of old builds looks), or in the
+// system's temporary folder when the tools are built in a temporary folder
+// of their own.
 func (g *grader) scratch() (string, error) {
 	base := os.TempDir()
 	if g.opts.BinDir != "" {
-		base = filepath.Join(filepath.Dir(g.opts.BinDir), "run")
+		base = filepath.Join(filepath.Dir(filepath.Dir(g.opts.BinDir)), "run")
 		if err := os.MkdirAll(base, 0o755); err != nil {
 			return "", err
 		}
