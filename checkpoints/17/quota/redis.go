@@ -63,7 +63,7 @@ type Redis struct {
 	seen   string              // the epoch last seen
 	closed bool
 
-	renewing sync.Mutex     // held while a renewal runs: a release waits for it (release)
+	renewing sync.Mutex     // held while a renewal runs: a release's removal waits for it (Release)
 	releases sync.WaitGroup // lease removals under way (Release); Close waits for them
 	stop     chan struct{}
 	stopped  chan struct{}
@@ -194,13 +194,13 @@ func (q *Redis) tryAcquire(ctx context.Context, id string) (bool, error) {
 }
 
 // Release gives back one of the leases this process holds (they are all
-// alike); it panics when none is held. It waits for a renewal in flight,
-// which might otherwise add the lease back after it was removed, but not
-// for Redis: the lease is removed in the background, within OpTimeout, so
-// a stalled Redis never delays the caller's answer. If Redis cannot be
-// reached the lease expires by itself within the TTL.
+// alike); it panics when none is held. It waits for nothing: the lease
+// leaves the held set at once, so no later renewal names it, and is removed
+// from Redis in the background, after any renewal in flight (which might
+// otherwise add it back) and within OpTimeout. A stalled Redis, or a
+// renewal stuck in one, never delays the caller's answer. If Redis cannot
+// be reached the lease expires by itself within the TTL.
 func (q *Redis) Release() {
-	q.renewing.Lock()
 	q.mu.Lock()
 	var id string
 	for id = range q.held {
@@ -212,7 +212,6 @@ func (q *Redis) Release() {
 		q.releases.Add(1) // before Close can wait: it sets closed under mu
 	}
 	q.mu.Unlock()
-	q.renewing.Unlock()
 	if id == "" {
 		panic("quota: Release without a matching Acquire")
 	}
@@ -221,6 +220,8 @@ func (q *Redis) Release() {
 	}
 	go func() {
 		defer q.releases.Done()
+		q.renewing.Lock() // a renewal that read the lease before it left has ended
+		q.renewing.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
 		defer cancel()
 		q.rdb.ZRem(ctx, q.leases, id)

@@ -71,9 +71,36 @@ var (
 // MaxIdempotencyKey is the longest Idempotency-Key accepted, in bytes.
 const MaxIdempotencyKey = 255
 
-// storeWriteTime bounds the write of a basket's answer, which comes after
-// the deadline's fan-out: a store too slow for it is store_unavailable.
+// storeWriteTime bounds each write of a basket (its reservation, its
+// answer): a store too slow for it is store_unavailable. A store a network
+// away (Redis) writes the answer inside the deadline: the calls end this
+// much before it, so the answer, stored or not, comes by the deadline. A
+// local file (bbolt) writes after the calls, within this much.
 const storeWriteTime = 250 * time.Millisecond
+
+// writeShare is the part of the basket deadline kept for writing the answer.
+func (s *Service) writeShare() time.Duration {
+	if r, ok := s.store.(interface{ remote() bool }); ok && r.remote() {
+		return min(storeWriteTime, s.basket.Deadline/2)
+	}
+	return 0
+}
+
+// UnconfirmedError is a basket whose write the store did not confirm
+// (ErrUnconfirmed): it may have been kept, with its queued calls. The
+// request sent again with IdempotencyKey gets that basket if it was kept,
+// or makes it once if it was not. It is an ErrStoreUnavailable.
+type UnconfirmedError struct {
+	BasketID       string
+	IdempotencyKey string // the request's, or one made for it (the basket ID is derived from it)
+	Err            error
+}
+
+func (e *UnconfirmedError) Error() string {
+	return fmt.Sprintf("quoteflow: basket %s may have been kept: %v", e.BasketID, e.Err)
+}
+
+func (e *UnconfirmedError) Unwrap() error { return e.Err }
 
 // Basket validates req (ErrInvalid naming items[i].field, before any supplier
 // is contacted), takes an inbound slot (ErrBusy), stores the basket
@@ -110,11 +137,14 @@ func (s *Service) BasketOnce(ctx context.Context, req BasketRequest, key string)
 	defer release()
 	started := time.Now()
 	deadline := started.Add(s.basket.Deadline)
-	b := Basket{ID: newRequestID()[:16], Scenario: req.Scenario, Created: started.UTC().Truncate(time.Millisecond),
-		Items: make([]BasketLine, len(req.Items))}
-	if key != "" {
-		b.ID, b.IdempotencyKey = keyID(key), key
+	// A basket sent without a key gets one of its own: an answer that cannot
+	// say whether the basket was kept then says how to ask again safely.
+	retryKey := key
+	if retryKey == "" {
+		retryKey = newRequestID()
 	}
+	b := Basket{ID: keyID(retryKey), IdempotencyKey: key, Scenario: req.Scenario,
+		Created: started.UTC().Truncate(time.Millisecond), Items: make([]BasketLine, len(req.Items))}
 	lineIDs := make([]string, len(req.Items))
 	var jobs []fanout.Job[*Quote]
 	for i, item := range req.Items {
@@ -129,7 +159,8 @@ func (s *Service) BasketOnce(ctx context.Context, req BasketRequest, key string)
 	// The basket is stored before any supplier is asked: one that cannot be
 	// stored costs no call. A reservation left by a crash is taken over once
 	// its request can no longer be answering.
-	reserve, cancel := context.WithDeadline(ctx, deadline)
+	calls := deadline.Add(-s.writeShare()) // the calls' deadline: the rest is the answer's write
+	reserve, cancel := context.WithDeadline(ctx, started.Add(min(s.basket.Deadline-s.writeShare(), storeWriteTime)))
 	defer cancel()
 	held, err := s.store.Reserve(reserve, b, func(held Basket) bool {
 		return !held.answered() && time.Since(held.Created) > 2*(s.basket.Deadline+storeWriteTime)
@@ -142,9 +173,9 @@ func (s *Service) BasketOnce(ctx context.Context, req BasketRequest, key string)
 	case errors.Is(err, ErrBasketExists):
 		return held, nil // the same request again: the same basket
 	case err != nil:
-		return Basket{}, s.storeFailed(ctx, b.ID, err)
+		return Basket{}, s.storeFailed(ctx, b.ID, retryKey, err)
 	}
-	results := fanout.Run(ctx, jobs, s.options(time.Until(deadline)))
+	results := fanout.Run(ctx, jobs, s.options(time.Until(calls)))
 	if err := ctx.Err(); err != nil {
 		return Basket{}, fmt.Errorf("quoteflow: basket abandoned: %w", err)
 	}
@@ -174,23 +205,28 @@ func (s *Service) BasketOnce(ctx context.Context, req BasketRequest, key string)
 	// has committed, a crash loses nothing the client is told about, and a
 	// crash before it leaves no job (and the reservation, answered by no one).
 	// The client going away does not stop it; the store's slowness does.
-	write, cancelWrite := context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(storeWriteTime))
+	write, cancelWrite := context.WithDeadline(context.WithoutCancel(ctx), calls.Add(storeWriteTime))
 	defer cancelWrite()
 	if err := s.store.Put(write, b, queued...); err != nil {
-		return Basket{}, s.storeFailed(write, b.ID, err)
+		return Basket{}, s.storeFailed(write, b.ID, retryKey, err)
 	}
 	return b, nil
 }
 
 // storeFailed classifies a failed basket write: the queue's refusal and the
-// client's own leaving as they are, anything else (a full disk, a store out
-// of reach or too slow) as ErrStoreUnavailable, logged once.
-func (s *Service) storeFailed(ctx context.Context, id string, err error) error {
+// client's own leaving as they are, a write the store may have made all the
+// same (ErrUnconfirmed) as an UnconfirmedError naming the basket and the key
+// to ask again with, anything else (a full disk, a store out of reach or too
+// slow) as ErrStoreUnavailable; both logged once.
+func (s *Service) storeFailed(ctx context.Context, id, key string, err error) error {
 	switch {
 	case errors.Is(err, queue.ErrFull), errors.Is(err, queue.ErrTooLarge):
 		return fmt.Errorf("quoteflow: basket store: %w", err)
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return fmt.Errorf("quoteflow: basket abandoned: %w", err)
+	case errors.Is(err, ErrUnconfirmed):
+		s.logger.Error("basket write not confirmed; answered 503 store_unavailable, kept unknown", "basket", id, "err", err)
+		return &UnconfirmedError{BasketID: id, IdempotencyKey: key, Err: err}
 	}
 	s.logger.Error("basket not stored; answered 503 store_unavailable", "basket", id, "err", err)
 	return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)

@@ -123,6 +123,7 @@ func writeInvalid(w http.ResponseWriter, err error) {
 
 // writeQuoteError maps an error from Quote to HTTP once, here.
 func writeQuoteError(w http.ResponseWriter, r *http.Request, err error) {
+	var unconfirmed *UnconfirmedError
 	switch {
 	case errors.Is(err, ErrInvalid):
 		writeInvalid(w, err)
@@ -140,11 +141,21 @@ func writeQuoteError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, ErrKeyInFlight):
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusConflict, map[string]string{"detail": "idempotency_key_in_flight"})
+	case errors.As(err, &unconfirmed):
+		// The store was sent the basket and did not confirm it in time: it
+		// may have been kept, its calls queued. Say so, and how to ask again
+		// without making a second one.
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "store_unavailable", "kept": "unknown",
+			"basket_id": unconfirmed.BasketID, "idempotency_key": unconfirmed.IdempotencyKey,
+			"reason": "the store did not confirm the basket in time: it may have been kept, with its queued calls. " +
+				"Send the request again with this Idempotency-Key: you get the basket if it was kept, or it is made once."})
 	case errors.Is(err, ErrStoreUnavailable), errors.Is(err, queue.ErrUnavailable):
 		// The store could not keep the basket (a full disk, Redis out of
-		// reach or too slow): nothing was kept; it may be back in a moment.
+		// reach or too slow, a write it refused): nothing was kept; it may
+		// be back in a moment.
 		w.Header().Set("Retry-After", "1")
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "store_unavailable"})
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "store_unavailable", "kept": "nothing"})
 	case errors.Is(err, ErrNoStore):
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "basket_store_unavailable"})
 	case r.Context().Err() != nil:

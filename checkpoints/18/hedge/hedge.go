@@ -10,7 +10,9 @@
 // waiting in line still gets it first: TryAcquire never passes a waiter).
 // Both copies hold a slot of their own. The first success wins and the
 // other copy's context is cancelled at once; a failure of one copy lets the
-// other finish.
+// other finish. A hedge that never reached the supplier (it returned
+// ErrNotSent: cancelled while it waited for a rate quota, say) is not
+// counted, and its token goes back to the Budget.
 //
 // Like fanout, it is usable on its own: Do wraps any call that is safe to
 // make twice (a GET of a price, never a POST that orders).
@@ -18,6 +20,7 @@ package hedge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -34,8 +37,14 @@ type Limiter interface {
 
 // A Call makes one copy of the call: attempt 1 is the first, 2 the hedge
 // (the caller sends the same request ID with X-Attempt: 2). It must honour
-// ctx: when ctx is cancelled, it stops and returns.
+// ctx: when ctx is cancelled, it stops and returns. A copy that stopped
+// before it sent anything returns an error wrapping ErrNotSent.
 type Call[T any] func(ctx context.Context, attempt int) (T, error)
+
+// ErrNotSent, wrapped in a Call's error, says the copy stopped before it
+// reached the supplier: a hedge that says so is not counted in the Report,
+// and its token is refunded. Any other return counts as sent.
+var ErrNotSent = errors.New("hedge: the copy was not sent")
 
 // Policy is what every hedged call of a process shares.
 type Policy struct {
@@ -56,7 +65,7 @@ const SlotRetry = 5 * time.Millisecond
 // Report says what Do did.
 type Report struct {
 	Attempts int  // copies sent: 1, or 2 when hedged
-	Hedged   bool // a hedge was sent
+	Hedged   bool // a hedge was sent (launched and not ErrNotSent)
 	Winner   int  // the attempt whose answer Do returned (1 or 2); 0 when both failed
 }
 
@@ -72,17 +81,34 @@ type answer[T any] struct {
 // copy's failure. The first call is recorded in the Budget (it adds its
 // share of a token) and a success's latency, counted from the first copy's
 // start, in Delays. Do returns once both copies have returned: the loser,
-// cancelled when the winner answered, returns at once.
+// cancelled when the winner answered, returns at once; a hedge it learns
+// then was never sent leaves the Report and the Budget as if not launched.
 // A panic in call is re-raised here.
-func Do[T any](ctx context.Context, p *Policy, key string, call Call[T]) (T, Report, error) {
+func Do[T any](ctx context.Context, p *Policy, key string, call Call[T]) (v T, rep Report, err error) {
 	p.Budget.First()
 	start := time.Now()
 	answers := make(chan answer[T], 2)
 	var cancels [3]context.CancelFunc
 	var panics [3]any
 	var wg sync.WaitGroup
+	// unsent takes back a hedge that returned without being sent: not a
+	// copy sent, not a hedge, its token refunded (as a retry's is).
+	unsent := func(a answer[T]) {
+		if a.attempt == 2 && errors.Is(a.err, ErrNotSent) && rep.Hedged {
+			rep.Attempts, rep.Hedged = rep.Attempts-1, false
+			p.Budget.Refund()
+		}
+	}
 	defer func() {
 		wg.Wait()
+		for drained := false; !drained; { // the loser's answer, in by now
+			select {
+			case a := <-answers:
+				unsent(a)
+			default:
+				drained = true
+			}
+		}
 		for _, pv := range panics {
 			if pv != nil {
 				panic(pv)
@@ -115,7 +141,7 @@ func Do[T any](ctx context.Context, p *Policy, key string, call Call[T]) (T, Rep
 		})
 	}
 
-	rep := Report{Attempts: 1}
+	rep = Report{Attempts: 1}
 	launch(1, func() {})
 	running := 1
 	timer := time.NewTimer(p.Delays.Delay(key))
@@ -138,6 +164,7 @@ func Do[T any](ctx context.Context, p *Policy, key string, call Call[T]) (T, Rep
 			}
 		case a := <-answers:
 			running--
+			unsent(a)
 			if a.err == nil {
 				rep.Winner = a.attempt
 				cancelAll() // the loser stops now, and its slot comes back

@@ -3,6 +3,7 @@ package hedge_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -359,4 +360,58 @@ func TestAPanicInACallIsRaisedInDo(t *testing.T) {
 		}()
 		hedge.Do(context.Background(), p, "boreal", func(context.Context, int) (int, error) { panic("boom") })
 	})
+}
+
+// A hedge that never reached the supplier — cut while it waited for room in
+// a rate quota when its sibling answered, or refused that room at once — is
+// neither counted nor charged: the Report says one copy, no hedge, and its
+// token is back in the Budget.
+func TestAHedgeNeverSentIsNotCountedAndItsTokenComesBack(t *testing.T) {
+	cases := []struct {
+		name string
+		wait time.Duration // the hedge's wait for room before it would send: 0 refused at once
+	}{
+		{"cut while it waits for room", time.Second},
+		{"refused room at once", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p, lim := policy(t, 6)
+				start := time.Now()
+				var sent atomic.Int64
+				call := func(ctx context.Context, attempt int) (int, error) {
+					if attempt == 2 {
+						if c.wait == 0 {
+							return 0, fmt.Errorf("%w: no room in the rate", hedge.ErrNotSent)
+						}
+						select { // waiting for room in the rate, not yet sent
+						case <-time.After(c.wait):
+						case <-ctx.Done():
+							return 0, fmt.Errorf("%w: %w", hedge.ErrNotSent, ctx.Err())
+						}
+					}
+					sent.Add(1)
+					time.Sleep(100 * time.Millisecond) // the first copy answers at 100ms
+					return attempt, nil
+				}
+				v, rep, err := hedge.Do(context.Background(), p, "boreal", call)
+				if err != nil || v != 1 {
+					t.Fatalf("Do = %d, %v; want the first copy's answer", v, err)
+				}
+				if took := time.Since(start); took != 100*time.Millisecond {
+					t.Errorf("Do returned at %s, want 100ms", took)
+				}
+				if rep != (hedge.Report{Attempts: 1, Winner: 1}) || sent.Load() != 1 {
+					t.Errorf("report %+v with %d copies sent; want 1 attempt, not hedged: the hedge was launched at 40ms and never sent", rep, sent.Load())
+				}
+				if s := p.Budget.Stats(); s.ExtraCalls != 0 || s.Tokens != hedge.DefaultCap {
+					t.Errorf("budget %+v; want no extra call and a full bucket (%g): a token for a hedge never sent is refunded", s, hedge.DefaultCap)
+				}
+				if n := lim.InUse(); n != 0 {
+					t.Errorf("%d slots held after Do", n)
+				}
+			})
+		})
+	}
 }

@@ -142,6 +142,10 @@ type Owner struct {
 // that is stored already (with another value than IfValue).
 var ErrOwnerExists = errors.New("queue: owner stored already")
 
+// ErrTooLate (with ErrUnavailable) says a write reached Redis after its
+// caller's deadline, less landMargin, and was not made: Redis said so.
+var ErrTooLate = errors.New("queue: the write reached Redis after its deadline and was not made")
+
 // landMargin is how long before its caller's deadline a write must reach
 // Redis to be made: a write made just before the deadline may be answered
 // just after it, and the caller would report as lost a write that landed.
@@ -205,7 +209,7 @@ func (q *Stream) put(ctx context.Context, o Owner, jobs []Job) error {
 	case 1:
 		return fmt.Errorf("%w: %d jobs waiting", ErrFull, res[1])
 	case 2:
-		return fmt.Errorf("%w: the write reached Redis after its deadline and was not made", ErrUnavailable)
+		return fmt.Errorf("%w: %w", ErrUnavailable, ErrTooLate)
 	case 3:
 		return ErrOwnerExists
 	}

@@ -54,6 +54,7 @@ type Redis struct {
 	opTimeout time.Duration
 	prefix    string
 	leases    string // sorted set of leases
+	waiting   string // sorted set of the callers waiting in line (acquireScript)
 	epoch     string // which incarnation of the store (scripts.go)
 	owner     string // random, names this process's leases
 	seq       atomic.Uint64
@@ -63,7 +64,7 @@ type Redis struct {
 	seen   string              // the epoch last seen
 	closed bool
 
-	renewing sync.Mutex     // held while a renewal runs: a release waits for it (release)
+	renewing sync.Mutex     // held while a renewal runs: a release's removal waits for it (Release)
 	releases sync.WaitGroup // lease removals under way (Release); Close waits for them
 	stop     chan struct{}
 	stopped  chan struct{}
@@ -102,6 +103,7 @@ func NewRedis(rdb Client, cfg RedisConfig) (*Redis, error) {
 		opTimeout: cmp.Or(cfg.OpTimeout, DefaultOpTimeout),
 		prefix:    prefix,
 		leases:    prefix + "leases",
+		waiting:   prefix + "waiting",
 		epoch:     prefix + "epoch",
 		owner:     randomID(),
 		held:      map[string]struct{}{},
@@ -155,27 +157,57 @@ func NewClient(url string) (*redis.Client, error) {
 // Acquire takes a lease (see Quota). While the quota is full it tries again
 // after a jittered pause, until ctx ends; waiting in line is paid from ctx's
 // deadline like the call itself. The lease is renewed until Release.
+// While it waits it holds a place in line, in Redis, that every process's
+// TryAcquire respects: a hedge never takes the slot it is waiting for.
 func (q *Redis) Acquire(ctx context.Context) error {
 	id := q.newID()
-	for {
-		ok, err := q.tryAcquire(ctx, id)
+	for n := 0; ; n++ {
+		ok, err := q.tryAcquire(ctx, id, true)
 		if err != nil || ok {
+			if err != nil && n > 0 {
+				q.leaveLine(id)
+			}
 			return err
 		}
 		if err := sleep(ctx, jitter(q.poll)); err != nil {
+			q.leaveLine(id)
 			return err
 		}
 	}
 }
 
-// TryAcquire takes a lease if the quota has room now (one round trip, no
-// polling) and reports whether it did; the lease is renewed until Release.
+// TryAcquire takes a lease if the quota has room now and no caller of
+// Acquire, in any process, is waiting in line for one (one round trip, no
+// polling), and reports whether it did; the lease is renewed until Release.
 func (q *Redis) TryAcquire(ctx context.Context) (bool, error) {
-	return q.tryAcquire(ctx, q.newID())
+	return q.tryAcquire(ctx, q.newID(), false)
 }
 
-// tryAcquire runs acquireScript once: one round trip, atomic.
-func (q *Redis) tryAcquire(ctx context.Context, id string) (bool, error) {
+// leaveLine gives up the place in line of an Acquire that stopped waiting,
+// in the background like a release (its place would expire by itself, but
+// until then it would keep hedges out).
+func (q *Redis) leaveLine(id string) {
+	q.mu.Lock()
+	closed := q.closed
+	if !closed {
+		q.releases.Add(1) // before Close can wait: it sets closed under mu
+	}
+	q.mu.Unlock()
+	if closed {
+		return
+	}
+	go func() {
+		defer q.releases.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
+		defer cancel()
+		q.rdb.ZRem(ctx, q.waiting, id)
+	}()
+}
+
+// tryAcquire runs acquireScript once: one round trip, atomic. wait says the
+// caller waits in line when refused (Acquire), and may not pass those who do
+// when it does not (TryAcquire).
+func (q *Redis) tryAcquire(ctx context.Context, id string, wait bool) (bool, error) {
 	q.mu.Lock()
 	seen, closed := q.seen, q.closed
 	q.mu.Unlock()
@@ -184,8 +216,12 @@ func (q *Redis) tryAcquire(ctx context.Context, id string) (bool, error) {
 	}
 	op, cancel := context.WithTimeout(ctx, q.opTimeout)
 	defer cancel()
-	res, err := acquireScript.Run(op, q.rdb, []string{q.leases, q.epoch},
-		q.limit, q.ttl.Milliseconds(), id, seen, randomID()).Slice()
+	mode := "try"
+	if wait {
+		mode = "wait"
+	}
+	res, err := acquireScript.Run(op, q.rdb, []string{q.leases, q.epoch, q.waiting},
+		q.limit, q.ttl.Milliseconds(), id, seen, randomID(), mode, q.placeInLine().Milliseconds()).Slice()
 	if err != nil {
 		return false, q.unavailable(ctx, err)
 	}
@@ -199,14 +235,18 @@ func (q *Redis) tryAcquire(ctx context.Context, id string) (bool, error) {
 	return admitted, nil
 }
 
+// placeInLine is how long a waiter's place in line lasts without a new try:
+// a TTL, and at least a few of its pauses.
+func (q *Redis) placeInLine() time.Duration { return max(q.ttl, 4*q.poll) }
+
 // Release gives back one of the leases this process holds (they are all
-// alike); it panics when none is held. It waits for a renewal in flight,
-// which might otherwise add the lease back after it was removed, but not
-// for Redis: the lease is removed in the background, within OpTimeout, so
-// a stalled Redis never delays the caller's answer. If Redis cannot be
-// reached the lease expires by itself within the TTL.
+// alike); it panics when none is held. It waits for nothing: the lease
+// leaves the held set at once, so no later renewal names it, and is removed
+// from Redis in the background, after any renewal in flight (which might
+// otherwise add it back) and within OpTimeout. A stalled Redis, or a
+// renewal stuck in one, never delays the caller's answer. If Redis cannot
+// be reached the lease expires by itself within the TTL.
 func (q *Redis) Release() {
-	q.renewing.Lock()
 	q.mu.Lock()
 	var id string
 	for id = range q.held {
@@ -218,7 +258,6 @@ func (q *Redis) Release() {
 		q.releases.Add(1) // before Close can wait: it sets closed under mu
 	}
 	q.mu.Unlock()
-	q.renewing.Unlock()
 	if id == "" {
 		panic("quota: Release without a matching Acquire")
 	}
@@ -227,6 +266,8 @@ func (q *Redis) Release() {
 	}
 	go func() {
 		defer q.releases.Done()
+		q.renewing.Lock() // a renewal that read the lease before it left has ended
+		q.renewing.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
 		defer cancel()
 		q.rdb.ZRem(ctx, q.leases, id)

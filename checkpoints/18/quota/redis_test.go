@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"quoteflowlab.dev/checkpoints/18/quota"
@@ -74,18 +75,53 @@ func TestRedisKilledProcessLeasesExpire(t *testing.T) {
 }
 
 // A call that runs for many TTLs keeps its lease: while one process holds
-// every slot for 3 TTLs, no other process is admitted. (The TTL leaves a
-// renewal 600 ms of slack on a busy machine.)
+// every slot for 3 TTLs, no other process is admitted. On the stand-in,
+// whose clock moves only when the test moves it: each step waits for the
+// holder's next renewal to land, then moves Redis's clock half a TTL on, so
+// a lease the renewal did not push forward would expire. Waiting for the
+// renewal, not for real time, the test holds at any load of the machine
+// (it failed once at load 17 on a real server: a renewal more than 600 ms
+// late let the other process in); TestRedisKilledProcessLeasesExpire and
+// the others run on the real server.
 func TestRedisRenewalKeepsLongCalls(t *testing.T) {
 	t.Parallel()
-	s := startRedis(t)
-	const ttl = 900 * time.Millisecond
-	qs := processes(t, s.URL(), 2, quota.RedisConfig{Limit: 6, TTL: ttl})
+	m := miniredis.RunT(t)
+	now := time.Now().Add(time.Hour)
+	m.SetTime(now)
+	const ttl = 300 * time.Millisecond // renewed every 100 ms
+	qs := processes(t, "redis://"+m.Addr(), 2, quota.RedisConfig{Limit: 6, TTL: ttl})
 	release := holdN(t, qs[0], 6)
-	until := time.Now().Add(3 * ttl)
-	for time.Now().Before(until) {
-		if tryAcquire(t, qs[1], 50*time.Millisecond) {
-			t.Fatalf("another process was admitted while 6 long calls ran: a lease expired under a running call")
+	rdb := client(t, "redis://"+m.Addr())
+	expiries := func() []float64 {
+		zs, err := rdb.ZRangeWithScores(t.Context(), "{quoteflow}:leases", 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var scores []float64
+		for _, z := range zs {
+			scores = append(scores, z.Score)
+		}
+		return scores
+	}
+	for step := range 6 { // 6 half-TTLs of Redis's clock: 3 TTLs
+		want := float64(now.Add(ttl).UnixMilli()) // where a renewal at Redis's now puts every lease
+		for wait := time.Now(); ; time.Sleep(5 * time.Millisecond) {
+			got := expiries()
+			renewed := len(got) == 6
+			for _, e := range got {
+				renewed = renewed && e == want
+			}
+			if renewed {
+				break
+			}
+			if time.Since(wait) > 10*time.Second {
+				t.Fatalf("step %d: no renewal within 10 s (renewed every %s): the leases expire at %v on Redis's clock, want all 6 at %v", step, ttl/3, got, want)
+			}
+		}
+		now = now.Add(ttl / 2)
+		m.SetTime(now)
+		if tryAcquire(t, qs[1], 20*time.Millisecond) {
+			t.Fatalf("step %d: another process was admitted while 6 long calls ran: a lease expired under a running call", step)
 		}
 	}
 	release()

@@ -16,7 +16,18 @@ import "github.com/redis/go-redis/v9"
 //
 // KEYS[1] the sorted set of leases (member: lease id, score: expiry in ms)
 // KEYS[2] the epoch hash: which incarnation of the store this is
+// KEYS[3] the sorted set of callers waiting in line (member: the lease id
+// they wait for, score: expiry in ms)
 // ARGV[4] the epoch this client last saw ("" if none), ARGV[5] a fresh epoch id
+// ARGV[6] "wait" for a caller that waits in line (Acquire), "try" for one
+// that never does (TryAcquire: a hedge); ARGV[7] how long a waiter's place
+// in line lasts unless it tries again, in ms
+//
+// A caller that waits and finds no room takes a place in line (KEYS[3]),
+// which each of its tries renews and its admission gives back; a caller
+// that tries is refused while anyone is in line, in any process: a hedge
+// never takes the slot a first call is waiting for. A place not renewed
+// (its process died) expires like a lease.
 //
 // An empty store that a client has seen before has lost its data (Redis
 // restarted without persistence): running calls still hold leases it no
@@ -39,17 +50,30 @@ local grace = tonumber(redis.call('HGET', KEYS[2], 'grace'))
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. (now + ttl), '+inf')
 local held = redis.call('ZCARD', KEYS[1])
+local waits = ARGV[6] == 'wait'
 if redis.call('ZSCORE', KEYS[1], ARGV[3]) then
+  if waits then redis.call('ZREM', KEYS[3], ARGV[3]) end
   return {1, epoch, held, 0}
 end
+local function refuse(retry)
+  if waits then redis.call('ZADD', KEYS[3], now + tonumber(ARGV[7]), ARGV[3]) end
+  return {0, epoch, held, retry}
+end
 if now < grace then
-  return {0, epoch, held, grace - now}
+  return refuse(grace - now)
+end
+if not waits then
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+  if redis.call('ZCARD', KEYS[3]) > 0 then
+    return refuse(0)
+  end
 end
 if held < limit then
   redis.call('ZADD', KEYS[1], now + ttl, ARGV[3])
+  if waits then redis.call('ZREM', KEYS[3], ARGV[3]) end
   return {1, epoch, held + 1, 0}
 end
-return {0, epoch, held, 0}
+return refuse(0)
 `)
 
 // renewScript pushes the expiry of leases ARGV[5..] to now + ARGV[2] ms. A

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"quoteflowlab.dev/checkpoints/18/hedge"
+	"quoteflowlab.dev/checkpoints/18/quota"
 )
 
 // straggler answers a first copy (no X-Attempt) never — it waits for its
@@ -192,4 +193,53 @@ func TestABasketLineIsHedgedAndTheBasketCountsItsExtraCalls(t *testing.T) {
 			t.Errorf("calls or slots left after the basket: %d, %d", fake.InFlight(), s.outboundInUse.Load())
 		}
 	})
+}
+
+// A hedge is counted and charged only when it is sent. Boreal's first copy
+// answers at 100 ms; its hedge, launched at 60 ms, must first find room in
+// boreal's rate quota (one call per window, the first copy's): with a window
+// of 300 ms it waits and is cut when the first copy answers; with one of
+// 1 s the room comes after the deadline and it is refused at once. Either
+// way it never reaches boreal: one attempt, not hedged, no extra call in
+// /api/budget, its token back.
+func TestAHedgeThatNeverLeftIsNeitherCountedNorCharged(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		window time.Duration
+	}{
+		{"cut while it waits for the rate", 300 * time.Millisecond},
+		{"refused by the rate", time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fake := newFake(map[string]reply{"boreal": after(100*time.Millisecond, normal)})
+				q, err := quota.NewLocal(DefaultOutbound, quota.Rate{N: 1, Per: c.window})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := newService(t, Config{Transport: fake, Quota: q, Hedge: fixedDelay(60 * time.Millisecond)})
+				start := time.Now()
+				res, err := s.Quote(t.Context(), kb(1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := time.Since(start); got != 100*time.Millisecond {
+					t.Errorf("the quote answered after %v, want 100ms: boreal's first copy", got)
+				}
+				if got := codes(res)["boreal"]; got != "" {
+					t.Errorf("boreal failed with %q; its first copy answered", got)
+				}
+				if n := fake.Calls("boreal"); n != 1 {
+					t.Fatalf("boreal saw %d calls, want 1: the hedge never left", n)
+				}
+				if c := callsOf(res.Calls, "boreal"); c.Attempts != 1 || c.Hedged {
+					t.Errorf("boreal's calls %+v, want 1 attempt, not hedged: one call reached boreal", c)
+				}
+				b := s.ExtraStats()
+				if b.Hedges != 0 || b.ExtraCalls != 0 || b.Tokens != hedge.DefaultCap {
+					t.Errorf("budget %+v; want 0 hedges, 0 extra calls and a full bucket (%g): a hedge never sent is refunded", b, hedge.DefaultCap)
+				}
+			})
+		})
+	}
 }

@@ -24,6 +24,12 @@ var ErrBasketExists = errors.New("quoteflow: a basket with this ID is stored alr
 // the handler answers it with 503 {"detail":"store_unavailable"}.
 var ErrStoreUnavailable = errors.New("quoteflow: the basket store is unavailable")
 
+// ErrUnconfirmed wraps, with ErrStoreUnavailable, a write the store was sent
+// and did not confirm (a timeout, a connection lost before the reply): it
+// may have been made all the same. A refusal, a reply saying it was not
+// made, or a connection never opened is not unconfirmed: nothing was kept.
+var ErrUnconfirmed = errors.New("quoteflow: the store did not confirm the write; it may have been made")
+
 // BasketStore keeps baskets as they stand. Reserve writes a basket before
 // any supplier is asked, so a basket that cannot be stored costs no call.
 // Put writes it again, answered, and enqueues its compensation jobs in one

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/redis/go-redis/v9"
 
@@ -52,7 +53,7 @@ func (s *RedisStore) Reserve(ctx context.Context, b Basket, replace func(held Ba
 	for range maxUpdateTries {
 		err := s.queue.EnqueueWith(ctx, o)
 		if !errors.Is(err, queue.ErrOwnerExists) {
-			return Basket{}, unavailable(ctx, err)
+			return Basket{}, unconfirmed(ctx, err)
 		}
 		raw, err := s.rdb.Get(ctx, s.queue.OwnerKey(b.ID)).Bytes()
 		if errors.Is(err, redis.Nil) {
@@ -85,7 +86,23 @@ func (s *RedisStore) Put(ctx context.Context, b Basket, jobs ...queue.Job) error
 	if err != nil {
 		return err
 	}
-	return unavailable(ctx, s.queue.EnqueueWith(ctx, queue.Owner{ID: b.ID, Value: v, Keep: s.maxBaskets}, jobs...))
+	return unconfirmed(ctx, s.queue.EnqueueWith(ctx, queue.Owner{ID: b.ID, Value: v, Keep: s.maxBaskets}, jobs...))
+}
+
+// remote: the store is a network away, its writes bounded by the deadline.
+func (s *RedisStore) remote() bool { return true }
+
+// unconfirmed is unavailable for a write: a script that may have run though
+// no reply came back (it was sent, then a timeout or a lost connection) is
+// ErrUnconfirmed as well. A reply from Redis (an error, a refusal, "too
+// late") or a connection refused says the write was not made.
+func unconfirmed(ctx context.Context, err error) error {
+	var reply redis.Error
+	if err == nil || errors.Is(err, queue.ErrFull) || errors.Is(err, queue.ErrTooLarge) ||
+		errors.Is(err, queue.ErrTooLate) || errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &reply) {
+		return unavailable(ctx, err)
+	}
+	return fmt.Errorf("%w: %w: %w", ErrStoreUnavailable, ErrUnconfirmed, err)
 }
 
 // unavailable marks an error of the Redis server (not the queue's refusal,

@@ -35,6 +35,7 @@ type outcome struct {
 
 	attempts int  // calls sent to the supplier for this result, retries and hedge included
 	hedged   bool // a hedge was sent
+	sent     bool // exchange handed the request to the transport (false: stopped before)
 }
 
 func failed(code Code, cause error) outcome { return outcome{code: code, cause: cause} }
@@ -78,6 +79,9 @@ func (s *Service) call(ctx context.Context, supplier string, req QuoteRequest, i
 	}
 	o, rep, _ := hedge.Do(ctx, s.hedging, supplier, func(ctx context.Context, attempt int) (outcome, error) {
 		o := s.exchange(withAttempt(ctx, attempt), supplier, req, id, budgetLeft(ctx))
+		if !o.sent { // stopped before the supplier (a rate wait cut, say): not counted, not charged
+			return o, fmt.Errorf("%w: %w", hedge.ErrNotSent, o.asError())
+		}
 		return o, o.asError()
 	})
 	o.attempts, o.hedged = rep.Attempts, rep.Hedged
@@ -128,6 +132,13 @@ func (s *Service) exchange(ctx context.Context, supplier string, req QuoteReques
 	if err != nil {
 		return outcome{err: err} // a request we cannot build is our bug, not the supplier's failure
 	}
+	o := s.send(ctx, r, supplier, req)
+	o.sent = true
+	return o
+}
+
+// send makes the exchange's request and classifies what comes back.
+func (s *Service) send(ctx context.Context, r *http.Request, supplier string, req QuoteRequest) outcome {
 	resp, err := s.client.Do(r)
 	if err != nil {
 		return classifyError(ctx, err)

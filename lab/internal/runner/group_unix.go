@@ -3,6 +3,7 @@
 package runner
 
 import (
+	"errors"
 	"os/exec"
 	"syscall"
 )
@@ -24,3 +25,10 @@ func killGroup(cmd *exec.Cmd) {
 
 // groupAlive reports whether any process is left in process group pgid.
 func groupAlive(pgid int) bool { return syscall.Kill(-pgid, 0) == nil }
+
+// exists reports whether a process pid exists (a zombie counts: it is not
+// reaped yet). EPERM: it exists, another user's.
+func exists(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

@@ -24,3 +24,17 @@ func killGroup(cmd *exec.Cmd) {
 
 // groupAlive cannot tell here; taskkill /T kills the child's tree anyway.
 func groupAlive(int) bool { return false }
+
+// stillActive is GetExitCodeProcess's code of a process still running.
+const stillActive = 259
+
+// exists reports whether process pid still runs.
+func exists(pid int) bool {
+	h, err := syscall.OpenProcess(syscall.PROCESS_QUERY_INFORMATION, false, uint32(pid))
+	if err != nil {
+		return false
+	}
+	defer syscall.CloseHandle(h)
+	var code uint32
+	return syscall.GetExitCodeProcess(h, &code) == nil && code == stillActive
+}
