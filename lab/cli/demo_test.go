@@ -28,13 +28,31 @@ func TestDemoAndLoadHelpListEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range demo.All {
-		if !strings.Contains(errb.String(), "lab demo "+strconv.Itoa(d.Lesson)+" "+d.Name) {
-			t.Errorf("lab demo --help does not list %d %s:\n%s", d.Lesson, d.Name, errb.String())
+		if !strings.Contains(out.String(), "lab demo "+strconv.Itoa(d.Lesson)+" "+d.Name) {
+			t.Errorf("lab demo --help does not list %d %s on stdout:\n%s", d.Lesson, d.Name, out.String())
 		}
 		if !strings.Contains(string(readme), "`"+d.Name+"`") {
 			t.Errorf("README.md does not name the demo `%s` (lesson %d)", d.Name, d.Lesson)
 		}
 	}
+	// lab demo NN --help: lesson NN's demos only, on stdout (the help is
+	// the answer), nothing on stderr.
+	for _, lesson := range []int{16, 17, 18} {
+		for _, args := range [][]string{{"demo", strconv.Itoa(lesson), "--help"}, {"demo", "-h", strconv.Itoa(lesson)}} {
+			out.Reset()
+			errb.Reset()
+			if code := Main(args, &out, &errb); code != 0 || errb.Len() != 0 {
+				t.Errorf("lab %s: exit %d, stderr %q; want 0 and the help on stdout", strings.Join(args, " "), code, errb.String())
+			}
+			for _, d := range demo.All {
+				listed := strings.Contains(out.String(), "lab demo "+strconv.Itoa(d.Lesson)+" "+d.Name)
+				if listed != (d.Lesson == lesson) {
+					t.Errorf("lab %s lists lesson %d's %s: %v, want %v", strings.Join(args, " "), d.Lesson, d.Name, listed, d.Lesson == lesson)
+				}
+			}
+		}
+	}
+	out.Reset()
 	errb.Reset()
 	if code := Main([]string{"load", "--help"}, &out, &errb); code != 0 {
 		t.Fatalf("lab load --help: exit %d", code)
