@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"time"
 
@@ -34,13 +33,13 @@ func graderFor(m report.Method) grade.Grader {
 	return mutation.New()
 }
 
-// runCheck implements `lab check ENN [--answer DIR] [--json] [--timings] [--timeout D] [--repeat N] [--separate] [--only NAME] [--variant NAME]`.
+// runCheck implements `lab check ENN [--answer DIR] [--json] [--timings] [--timeout D] [--repeat N] [--separate] [--only NAME] [--variant NAME] [--seed N] [--case CASE]`.
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	c, code, ok := checkOptions(args, stderr)
 	if !ok {
 		return code
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := stopContext()
 	defer stop()
 	runner.BecomeSubreaper()
 	r := runChecked(ctx, c, stderr)
@@ -82,7 +81,7 @@ func runChecked(ctx context.Context, c checkRequest, stderr io.Writer) report.Re
 // lesson's grader accept it. When ok is false, code is the exit code: 2 for
 // a usage error, 1 outside the repository, 0 after -h.
 func checkOptions(args []string, stderr io.Writer) (c checkRequest, code int, ok bool) {
-	fs := newFlags("check", "ENN [--answer DIR] [--json] [--timings] [--timeout D] [--repeat N] [--separate] [--only NAME] [--variant NAME]", stderr)
+	fs := newFlags("check", "ENN [--answer DIR] [--json] [--timings] [--timeout D] [--repeat N] [--separate] [--only NAME] [--variant NAME] [--seed N] [--case CASE]", stderr)
 	noteState(fs)
 	answer := fs.String("answer", "", "the answer's package `dir` (default lessons/NN/exercise), relative to the current directory.\n"+
 		"Inside the course's root module, any package directory. Outside the repository, a folder\n"+
@@ -102,6 +101,11 @@ func checkOptions(args []string, stderr io.Writer) (c checkRequest, code int, ok
 		"(lessons/15/mutants/NAME.txtar, kind variant) swapped in through an overlay, to see the\n"+
 		"grader reject it; use with --answer set to the reference answer. No file changes, the run\n"+
 		"is not recorded as progress, and a rejected variant exits 1 like any failing answer")
+	seed := fs.Uint64("seed", 0, "measured exercises (E15): draw the tools' cases from seed `N` (the report names the seed it drew\n"+
+		"from; the same seed draws the same cases; default a new seed each check)")
+	oneCase := fs.String("case", "", "measured exercises (E15): run the one case `CASE` alone, as a report prints a failing one\n"+
+		"(deadline?budget=300&min=500&url=ms200, retry?url=refused&budget=900&attempts=3, call?url=reset&read=0.5);\n"+
+		"only its tool's model property is reported, not the exercise's verdict")
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return c, code, false
@@ -123,7 +127,7 @@ func checkOptions(args []string, stderr io.Writer) (c checkRequest, code int, ok
 	if !ok {
 		return c, 1, false
 	}
-	req := grade.Request{Root: root, Lesson: lesson, Answer: lesson.Starter(), Timeout: *timeout, Repeat: *repeat, Separate: *separate, Variant: *variant, Only: *only}
+	req := grade.Request{Root: root, Lesson: lesson, Answer: lesson.Starter(), Timeout: *timeout, Repeat: *repeat, Separate: *separate, Variant: *variant, Only: *only, Seed: *seed, Case: *oneCase}
 	if *answer == "" {
 		starter := filepath.Join(root, filepath.FromSlash(lesson.Starter()))
 		if _, err := os.Stat(starter); err != nil {

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/runner"
 )
 
 // A command is one lab subcommand. run returns the process exit code:
@@ -40,8 +41,11 @@ var commands = map[string]command{
 }
 
 // Main runs the lab command with args (without the program name) and
-// returns the exit code.
+// returns the exit code. The process ends with the program that started
+// it (runner.EndWithParent): under go run, lab is go run's child, and go
+// run passes no signal on.
 func Main(args []string, stdout, stderr io.Writer) int {
+	runner.EndWithParent()
 	if len(args) == 0 {
 		usage(stderr)
 		return 2
@@ -76,7 +80,8 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run `lab <command> -h` for a command's flags.")
 	fmt.Fprintln(w, "Exit codes: 0 success (for check: the answer passed), 1 failure, 2 usage error,")
-	fmt.Fprintln(w, "3 (check only) inconclusive: the machine was too busy to judge a timed check.")
+	fmt.Fprintln(w, "3 (check, verify) inconclusive: the machine was too busy to judge a timed check or a")
+	fmt.Fprintln(w, "page's figures.")
 	fmt.Fprintln(w, "`go run ./lab` prints \"exit status N\" and itself exits 1 for any failure; for the")
 	fmt.Fprintln(w, "exact code, run the installed command: `go install ./lab`, then `lab <command>`.")
 }

@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 
 	"quoteflowlab.dev/lab/internal/demo"
+	"quoteflowlab.dev/lab/internal/machine"
+	"quoteflowlab.dev/lab/internal/report"
 )
 
 // runDemo runs a lesson page's experiments end to end.
@@ -26,7 +25,8 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(w, "Runs an experiment a lesson page shows, end to end: it builds the checkpoint (and the mutant")
 		fmt.Fprintln(w, "it compares with), starts the provider lab, the QuoteFlow processes and a redis-server (the")
 		fmt.Fprintln(w, "embedded stand-in when there is none) on free loopback ports, prints the page's table, and")
-		fmt.Fprintln(w, "stops everything it started (Ctrl-C too). Without NAME, every demo of the lesson, in page order.")
+		fmt.Fprintln(w, "stops everything it started, on Ctrl-C, a hangup or a closed output too (on Linux, even when")
+		fmt.Fprintln(w, "lab is killed outright). Without NAME, every demo of the lesson, in page order.")
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "demos:")
 		for _, d := range demo.All {
@@ -55,16 +55,20 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopContext()
 	defer stop()
+	stdout, stderr = stopOnClosedOutput(stop, stdout, stderr)
 	for i, d := range demos {
+		if ctx.Err() != nil {
+			return 1
+		}
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
 		if len(demos) > 1 {
 			fmt.Fprintf(stdout, "$ lab demo %d %s\n", d.Lesson, d.Name)
 		}
-		if err := Demo(ctx, root, d, stdout, stderr); err != nil {
+		if _, err := Demo(ctx, root, d, stdout, stderr); err != nil {
 			fmt.Fprintf(stderr, "lab demo %d %s: %v\n", d.Lesson, d.Name, err)
 			return 1
 		}
@@ -88,18 +92,32 @@ func demoHelpAsked(args []string) (help bool, lesson int) {
 	return help, lesson
 }
 
-// Demo runs one demo in a fresh environment that it stops afterwards.
-func Demo(ctx context.Context, root string, d demo.Demo, stdout, log io.Writer) error {
+// Demo runs one demo in a fresh environment that it stops afterwards. It
+// returns how busy the machine was while the experiment ran (after the
+// builds), and says on log when the machine held it back: its timings are
+// then the machine's, not the code's.
+func Demo(ctx context.Context, root string, d demo.Demo, stdout, log io.Writer) (report.Machine, error) {
 	env, err := demo.NewEnv(root, log)
 	if err != nil {
-		return err
+		return report.Machine{}, err
 	}
 	defer env.Close()
-	if err := d.Run(ctx, env, stdout); err != nil {
+	err = d.Run(ctx, env, stdout)
+	m := env.Machine()
+	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted; everything it started is stopped")
+			return m, fmt.Errorf("interrupted; everything it started is stopped")
 		}
-		return err
+		return m, err
 	}
-	return nil
+	if m.Busy {
+		fmt.Fprintf(log, "lab demo %d %s: the machine was busy while it ran: %s;\n"+
+			"its timings are the machine's, not the code's, and may be off the page's: run it again when it is quieter\n", d.Lesson, d.Name, describeDemo(m))
+	}
+	return m, nil
+}
+
+// describeDemo says how busy the machine was, and how much it held lab back.
+func describeDemo(m report.Machine) string {
+	return fmt.Sprintf("%s; lab's threads waited for a CPU %.0f%% of the run", machine.Describe(m), 100*m.MaxStarved)
 }

@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"quoteflowlab.dev/lab/internal/load"
@@ -72,7 +69,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	if err := cfg.Validate(); err != nil {
 		return usageError(fs, stderr, "%v", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopContext()
 	defer stop()
 	progress := false
 	if f, ok := stderr.(*os.File); ok && watch.IsTerminal(f) && (cfg.Duration > 2*time.Second || cfg.Duration == 0) {

@@ -6,18 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
 	"quoteflowlab.dev/provider"
 )
 
-// providerShutdownGrace is how long in-flight requests may run after SIGINT/SIGTERM.
+// providerShutdownGrace is how long in-flight requests may run once it is stopped.
 const providerShutdownGrace = 3 * time.Second
 
-// runProvider runs the provider lab until SIGINT or SIGTERM.
+// runProvider runs the provider lab until it is stopped (stopContext).
 func runProvider(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lab provider", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -40,7 +38,7 @@ func runProvider(args []string, stdout, stderr io.Writer) int {
 	}
 	// Subscribe before announcing, so a signal sent right after the
 	// announcement is never missed.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopContext()
 	defer stop()
 
 	fmt.Fprintf(stdout, "provider lab serving on %s (suppliers, partner, control)\n", srv.URL)

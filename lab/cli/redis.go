@@ -1,14 +1,10 @@
 package cli
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/alicebob/miniredis/v2"
 )
@@ -16,8 +12,8 @@ import (
 // redisInstall is how to get the real server, printed by lab redis first.
 const redisInstall = "install the real one: Linux: sudo apt-get install redis-server; macOS: brew install redis; Windows: in WSL, sudo apt-get install redis-server"
 
-// runRedis serves an embedded Redis-compatible stand-in until SIGINT or
-// SIGTERM, for a student without Redis. It says so in its first line.
+// runRedis serves an embedded Redis-compatible stand-in until it is
+// stopped (stopContext), for a student without Redis. It says so in its first line.
 func runRedis(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lab redis", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -38,7 +34,7 @@ func runRedis(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer m.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopContext()
 	defer stop()
 	fmt.Fprintf(stdout, "serving redis://%s (in memory: everything is gone when it stops)\n", m.Addr())
 	fmt.Fprintf(stdout, "try: cd checkpoints/17 && go run ./cmd/quoteflow --redis redis://%s/0\n", m.Addr())

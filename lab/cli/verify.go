@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -42,12 +41,16 @@ type verifyItem struct {
 
 // itemResult is one row of lab verify's summary (and of its JSON).
 type itemResult struct {
-	Name      string   `json:"name"`
-	OK        bool     `json:"ok"`
-	Summary   string   `json:"summary"`
-	Detail    string   `json:"detail,omitempty"` // shown when the item fails: the failing tests and their output
-	Notes     []string `json:"notes,omitempty"`  // shown always
-	ElapsedMS int64    `json:"elapsed_ms"`
+	Name    string   `json:"name"`
+	OK      bool     `json:"ok"`
+	Summary string   `json:"summary"`
+	Detail  string   `json:"detail,omitempty"` // shown when the item fails: the failing tests and their output
+	Notes   []string `json:"notes,omitempty"`  // shown always
+	// Inconclusive: not OK, and not a failure of the code either: the
+	// machine was too busy for a timed item to mean anything (lab verify
+	// --docs: figures that drifted twice, the second time on a busy machine).
+	Inconclusive bool  `json:"inconclusive,omitempty"`
+	ElapsedMS    int64 `json:"elapsed_ms"`
 }
 
 // verifyResult is the JSON document of `lab verify --json`.
@@ -100,7 +103,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		progress = stderr
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := stopContext()
 	defer stop()
 
 	res := verify(ctx, root, items, *noCache, progress)
@@ -114,7 +117,10 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	} else {
 		writeSummary(stdout, res)
 	}
-	if !res.OK {
+	switch {
+	case res.inconclusive():
+		return 3
+	case !res.OK:
 		return 1
 	}
 	return 0
@@ -147,10 +153,7 @@ func verify(ctx context.Context, root string, items []verifyItem, noCache bool, 
 			r = run.item(it)
 		}
 		r.Name, r.ElapsedMS = it.name, time.Since(began).Milliseconds()
-		word := "ok"
-		if !r.OK {
-			word = "FAILED"
-		}
+		word := r.word()
 		fmt.Fprintf(progress, "%s (%s) %s\n", word, report.Seconds(r.ElapsedMS), r.Summary)
 		if !r.OK && r.Detail != "" {
 			report.Indent(progress, "    | ", r.Detail)
@@ -178,17 +181,40 @@ func writeSummary(w io.Writer, res verifyResult) {
 		width = max(width, len(it.Name))
 	}
 	for _, it := range res.Items {
-		word := "ok"
-		if !it.OK {
-			word = "FAILED"
-		}
-		fmt.Fprintf(w, "  %-6s %-*s  %s\n", word, width, it.Name, report.Seconds(it.ElapsedMS))
+		fmt.Fprintf(w, "  %-6s %-*s  %s\n", it.word(), width, it.Name, report.Seconds(it.ElapsedMS))
 	}
 	verdict := "PASSED"
-	if !res.OK {
+	switch {
+	case res.inconclusive():
+		verdict = "INCONCLUSIVE (the machine was too busy; run it again when it is quieter)"
+	case !res.OK:
 		verdict = "FAILED"
 	}
 	fmt.Fprintf(w, "verify: %s: %d/%d items passed in %s\n", verdict, res.Passed, res.Total, report.Seconds(res.ElapsedMS))
+}
+
+// word is the item's verdict in the progress and the summary.
+func (r itemResult) word() string {
+	switch {
+	case r.OK:
+		return "ok"
+	case r.Inconclusive:
+		return "INCONCLUSIVE"
+	}
+	return "FAILED"
+}
+
+// inconclusive: no item failed, and some could not be judged on a busy
+// machine (exit 3, as lab check's inconclusive).
+func (res verifyResult) inconclusive() bool {
+	some := false
+	for _, it := range res.Items {
+		if !it.OK && !it.Inconclusive {
+			return false
+		}
+		some = some || it.Inconclusive
+	}
+	return some
 }
 
 // scriptGroup is a family of testscripts lab verify reports as one item.

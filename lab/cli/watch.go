@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"quoteflowlab.dev/lab/internal/course"
@@ -78,7 +76,7 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 			s.keys = keys
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopContext()
 	defer stop()
 	runner.BecomeSubreaper()
 	for {

@@ -84,6 +84,7 @@ func stateDir(t *testing.T) string {
 // test is given -parallel, three run at once per CPU instead of one.
 func TestMain(m *testing.M) {
 	if os.Getenv(runAsLab) == "1" {
+		testRoles() // the lifetime tests' parts: a QuoteFlow stand-in, a demo, go run's stand-in
 		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	testpar.PerCPU(3, 1)

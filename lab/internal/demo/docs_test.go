@@ -1,9 +1,12 @@
 package demo_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/demo"
 )
 
@@ -90,6 +93,28 @@ func TestWithin(t *testing.T) {
 	} {
 		if got, err := demo.Within(c.tol, c.page, c.fresh); got != c.ok || err != nil {
 			t.Errorf("Within(%q, %q, %q) = %v, %v; want %v", c.tol, c.page, c.fresh, got, err, c.ok)
+		}
+	}
+}
+
+// Every marker of the course's pages holds for the page's own block: a
+// bound the pasted run breaks (a page figure of 6 where the marker says
+// 0..1) is a page that contradicts itself.
+func TestEveryPageKeepsItsOwnBars(t *testing.T) {
+	for _, l := range course.Lessons {
+		data, err := os.ReadFile(filepath.Join("..", "..", "..", filepath.FromSlash(l.Page())))
+		if err != nil {
+			continue
+		}
+		markers, err := demo.Markers(l.Page(), string(data))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		for _, m := range markers {
+			for _, bad := range m.Compare(m.Block) {
+				t.Errorf("%s:%d: the page's own figure breaks its bar: %s", m.Page, m.Line, bad)
+			}
 		}
 	}
 }

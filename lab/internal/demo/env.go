@@ -1,8 +1,11 @@
-// Package demo runs the experiments lessons 16 and 17 show, each end to
+// Package demo runs the experiments lessons 16 to 18 show, each end to
 // end: it starts what the experiment needs on free loopback ports (the
 // provider lab in this process, checkpoint builds as processes, a
 // redis-server or the embedded stand-in), runs it, prints the page's table
-// and stops everything it started, whatever happens.
+// and stops everything it started, whatever happens: the processes are
+// started with runner.Start, so they end with the lab even when it is
+// killed outright (Linux), and a scratch directory left by a lab killed
+// outright is removed by the next run.
 package demo
 
 import (
@@ -18,12 +21,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 
 	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/machine"
 	"quoteflowlab.dev/lab/internal/redisinfo"
+	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/runner"
 	"quoteflowlab.dev/lab/internal/variant"
 	"quoteflowlab.dev/provider"
@@ -41,15 +47,89 @@ type Env struct {
 	mu      sync.Mutex
 	closers []func()
 	bins    map[string]string
+
+	// mon samples how busy the machine is (lab check's monitor), and
+	// starved how long this process's threads waited for a CPU (what
+	// lab check measures of an answer: here the provider labs and the
+	// demos' clients run in this process), both since the last build
+	// ended: the builds are not the experiment.
+	mon     *machine.Monitor
+	mark    atomic.Int64
+	starved atomic.Pointer[func() (float64, time.Duration)]
 }
 
-// NewEnv makes an Env with a scratch directory.
+// scratchPrefix starts the name of every scratch directory, then the
+// pid of the lab that made it: lab-demo-p<PID>-<random>.
+const scratchPrefix = "lab-demo-"
+
+// NewEnv makes an Env with a scratch directory, after removing those that
+// earlier runs left behind (a lab killed outright cannot remove its own).
 func NewEnv(root string, log io.Writer) (*Env, error) {
-	dir, err := os.MkdirTemp("", "lab-demo-")
+	RemoveLeftovers(os.TempDir())
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%sp%d-", scratchPrefix, os.Getpid()))
 	if err != nil {
 		return nil, err
 	}
-	return &Env{Root: root, Dir: dir, Log: log, bins: map[string]string{}}, nil
+	e := &Env{Root: root, Dir: dir, Log: log, bins: map[string]string{}, mon: machine.Start()}
+	e.measureFromNow()
+	return e, nil
+}
+
+// measureFromNow starts the machine's measures afresh.
+func (e *Env) measureFromNow() {
+	e.mark.Store(int64(e.mon.Mark()))
+	w := runner.WatchStarvation(os.Getpid())
+	if old := e.starved.Swap(&w); old != nil {
+		(*old)()
+	}
+}
+
+// Machine says how busy the machine was since the last build (the whole
+// run when nothing was built), as lab check judges it: Busy when a 10 ms
+// timer of this process fired late, or when its threads waited for a CPU
+// a quarter of the time (MaxStarved).
+func (e *Env) Machine() report.Machine {
+	m := e.mon.Since(int(e.mark.Load()))
+	if w := e.starved.Swap(nil); w != nil {
+		starved, elapsed := (*w)()
+		e.measureFromNow()
+		m.MaxStarved = max(starved, 0)
+		m.Busy = m.Busy || e.mon.HeldBack(starved, elapsed)
+	}
+	return m
+}
+
+// leftoverAge is how old a scratch directory whose maker is unknown (made
+// before directories were named after their lab's pid) must be to be
+// taken for a leftover: no demo runs that long.
+const leftoverAge = 30 * time.Minute
+
+// RemoveLeftovers removes the scratch directories in tmp whose lab has
+// ended, and returns how many it removed.
+func RemoveLeftovers(tmp string) int {
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, ent := range entries {
+		rest, ok := strings.CutPrefix(ent.Name(), scratchPrefix)
+		if !ok || !ent.IsDir() {
+			continue
+		}
+		if p, _, ok := strings.Cut(rest, "-"); ok && strings.HasPrefix(p, "p") {
+			pid, err := strconv.Atoi(p[1:])
+			if err != nil || pid == os.Getpid() || runner.Alive(pid) {
+				continue
+			}
+		} else if info, err := ent.Info(); err != nil || time.Since(info.ModTime()) < leftoverAge {
+			continue
+		}
+		if os.RemoveAll(filepath.Join(tmp, ent.Name())) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 func (e *Env) onClose(f func()) {
@@ -68,6 +148,13 @@ func (e *Env) Close() {
 		cs[i]()
 	}
 	os.RemoveAll(e.Dir)
+	if e.mon != nil {
+		e.mon.Stop()
+		e.mon = nil
+	}
+	if w := e.starved.Swap(nil); w != nil {
+		(*w)()
+	}
 }
 
 // Provider starts a provider lab in this process on a free port.
@@ -132,6 +219,7 @@ func (e *Env) Build(ctx context.Context, lesson int, mutant string) (string, err
 		return "", fmt.Errorf("go build %s: %s", l.Checkpoint(), strings.TrimSpace(res.Output))
 	}
 	e.bins[key] = bin
+	e.measureFromNow()
 	return bin, nil
 }
 
@@ -175,7 +263,7 @@ func (e *Env) Quoteflow(ctx context.Context, bin, providerURL string, extra ...s
 		return nil, err
 	}
 	cmd.Stderr = logf
-	if err := cmd.Start(); err != nil {
+	if err := runner.Start(cmd); err != nil {
 		logf.Close()
 		return nil, err
 	}
@@ -266,7 +354,7 @@ func (r *Redis) Start(ctx context.Context) error {
 	_, port, _ := net.SplitHostPort(r.Addr)
 	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", r.e.Dir)
 	runner.SetGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	if err := runner.Start(cmd); err != nil {
 		return err
 	}
 	r.proc, r.done = cmd, make(chan struct{})

@@ -48,7 +48,11 @@ type Request struct {
 	// Only narrows a check to one thing: the checkpoint and this one
 	// mutant or wheat (mutants), or this one property and its tool's
 	// build (measured). Its verdict is not the exercise's.
-	Only     string
+	Only string
+	// Seed draws a measured exercise's cases (0: a new seed); Case runs one
+	// case alone (measured; as its report prints a failing one).
+	Seed     uint64
+	Case     string
 	CacheDir string // binaries and generated files; default <state dir>/cache
 	// Monitor watches how busy the machine is; default one the grader
 	// starts. Tests give one that always (or never) says busy.

@@ -79,7 +79,10 @@ func (m *Monitor) loop() {
 		select {
 		case <-m.stop:
 			return
-		case now := <-t.C:
+		case <-t.C:
+			// Not the time the channel carries: since Go 1.23 it is the
+			// time the timer was due, however late it fired.
+			now := time.Now()
 			lag := max(now.Sub(want), 0)
 			st, ok := pressure.CPUStall()
 			m.mu.Lock()

@@ -11,3 +11,6 @@ func killGroup(cmd *exec.Cmd) {
 		_ = cmd.Process.Kill()
 	}
 }
+
+// exists cannot tell here: a process is taken to be alive.
+func exists(int) bool { return true }

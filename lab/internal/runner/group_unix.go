@@ -3,6 +3,7 @@
 package runner
 
 import (
+	"errors"
 	"os/exec"
 	"syscall"
 )
@@ -20,4 +21,11 @@ func killGroup(cmd *exec.Cmd) {
 		return
 	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// exists reports whether a process pid exists (a zombie counts: it is not
+// reaped yet). EPERM: it exists, another user's.
+func exists(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -21,3 +21,17 @@ func killGroup(cmd *exec.Cmd) {
 	kill := exec.Command("taskkill", "/T", "/F", "/PID", strconv.Itoa(cmd.Process.Pid))
 	_ = kill.Run()
 }
+
+// stillActive is GetExitCodeProcess's code of a process still running.
+const stillActive = 259
+
+// exists reports whether process pid still runs.
+func exists(pid int) bool {
+	h, err := syscall.OpenProcess(syscall.PROCESS_QUERY_INFORMATION, false, uint32(pid))
+	if err != nil {
+		return false
+	}
+	defer syscall.CloseHandle(h)
+	var code uint32
+	return syscall.GetExitCodeProcess(h, &code) == nil && code == stillActive
+}

@@ -1,5 +1,6 @@
 // Package runner is the one way the lab runs child programs: go build, an
-// answer, a tool, go test. Every child runs in a process group of its own,
+// answer, a tool, go test, and lab demo's servers. Every child ends when
+// the lab ends, however it ends (Start), runs in a process group of its own,
 // is killed with that whole group when its time is up (or when the caller
 // gives up), has its output capped, and is waited for at most a short
 // grace after the kill, so a grandchild that holds stdout open cannot
@@ -126,8 +127,8 @@ func Run(ctx context.Context, c Cmd) (res Result) {
 	cmd.Env = append(cmd.Env, markerEnv+"="+run.marker)
 
 	live.mu.Lock() // a sweep never sees this child before it is known
-	start := time.Now()
-	err := cmd.Start()
+	began := time.Now()
+	err := start(cmd)
 	if err == nil {
 		run.pgid = cmd.Process.Pid
 		live.pids[cmd.Process.Pid] = struct{}{}
@@ -172,7 +173,7 @@ func Run(ctx context.Context, c Cmd) (res Result) {
 	}
 	// Whatever the child left behind in its group goes too.
 	killGroup(cmd)
-	res = Result{ExitCode: -1, Output: out.String(), Elapsed: time.Since(start), Starved: -1}
+	res = Result{ExitCode: -1, Output: out.String(), Elapsed: time.Since(began), Starved: -1}
 	if w, ok := starve(); ok && res.Elapsed > 0 {
 		res.Starved = float64(w) / float64(res.Elapsed)
 	}
@@ -359,3 +360,44 @@ func SetGroup(cmd *exec.Cmd) { setGroup(cmd) }
 
 // KillGroup kills cmd's whole process group (taskkill /T on Windows).
 func KillGroup(cmd *exec.Cmd) { killGroup(cmd) }
+
+// Start starts cmd so that it ends when the lab ends, however the lab ends
+// (see ChildrenEndWithLab): every child the lab starts goes through it.
+func Start(cmd *exec.Cmd) error { return start(cmd) }
+
+// EndWithParent makes this process end with the one that started it, as
+// it ends when its terminal closes: once the parent has ended, it receives
+// SIGHUP (Linux: the kernel's parent-death signal; elsewhere on unix, a
+// look at the parent pid every 250 ms), or, on Windows, ParentGone's
+// channel closes. `go run ./lab provider` is the case in point: go run
+// does not pass a signal on to the program it runs, so killing go run
+// would leave the provider holding its ports. Started with SIGHUP ignored
+// (nohup), the process is left to outlive its parent, as asked. The lab
+// command calls it first thing; calls after the first do nothing.
+func EndWithParent() { endOnce() }
+
+var endOnce = sync.OnceFunc(endWithParent)
+
+// ParentGone returns a channel closed when the parent ended, where that
+// end cannot arrive as SIGHUP (Windows); elsewhere nil.
+func ParentGone() <-chan struct{} { return parentGone() }
+
+// Alive reports whether process pid exists.
+func Alive(pid int) bool { return exists(pid) }
+
+// WatchStarvation samples pid's threads (this process's own too) until the
+// returned function is called, which gives the share of the wall time since
+// this call that they waited for a CPU, summed over threads (as
+// Result.Starved; -1 where it cannot be measured), and that wall time.
+func WatchStarvation(pid int) func() (starved float64, elapsed time.Duration) {
+	began := time.Now()
+	stop := watchStarvation(pid)
+	return func() (float64, time.Duration) {
+		w, ok := stop()
+		elapsed := time.Since(began)
+		if !ok || elapsed <= 0 {
+			return -1, elapsed
+		}
+		return float64(w) / float64(elapsed), elapsed
+	}
+}

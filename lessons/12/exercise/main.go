@@ -7,7 +7,8 @@
 //     is answered with 422;
 //   - and the suppliers were called zero times. Build the service with a fake
 //     http.RoundTripper (quoteflow.Config{Transport: ...}) that counts every
-//     call it receives; the count, not the status, is what catches a service
+//     call it receives; the count, not the status (nor how fast the 422
+//     comes back: a call can be over at once), is what catches a service
 //     that validates after asking the suppliers.
 //
 // Print one line "E12 passed: <what you showed>" and exit 0 when both hold;

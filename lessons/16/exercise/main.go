@@ -13,7 +13,8 @@
 // and whether a call ended because its context was cancelled. Then show that:
 //
 //  1. two baskets of 10 lines sent at once never have more than 6 calls at the
-//     suppliers at the same time (the service's one outbound limit);
+//     suppliers at the same time (the service's one outbound limit; let the
+//     fake hold each call some 20 ms, so that a seventh would overlap);
 //  2. boreal answering 404, or 200 with unit_cents as a string, is called
 //     once per line, and each line reports http_404 / invalid_data, not queued;
 //  3. with a 300 ms basket deadline (quoteflow.BasketPolicy{Deadline: ...,
@@ -21,7 +22,9 @@
 //     every boreal call sees its context cancelled and none is still running
 //     when the basket answer is back; boreal's failures are deadline, queued;
 //  4. boreal answering 429 with Retry-After-Ms to the first call of each line
-//     gets no retry before that many milliseconds, and the lines complete;
+//     gets no retry before that many milliseconds, and the lines complete
+//     (ask for a few hundred ms: a retry a tenth early must stand out from
+//     a busy machine's late timer);
 //  5. boreal answering 503 (an outage) leaves boreal queued on every line;
 //     once boreal is back, draining the queue (svc.Drain, what
 //     `quoteflow compensate --once` does) makes every line complete.

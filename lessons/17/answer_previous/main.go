@@ -23,7 +23,7 @@
 //  4. Retry-After-Ms is honoured: boreal answers 429 with Retry-After-Ms: 1000
 //     to the first call of each line; its retry arrives no earlier than 1000 ms
 //     later, and the line is complete. The wait is long next to the first
-//     backoff (at most 50 ms), so a retry after 90 % of it (900-950 ms) is
+//     backoff (at most 50 ms), so a retry after 90 % of it (900 ms) is
 //     early by more than a stalled timer makes up.
 //  5. Nothing lost: boreal answers 503 (an outage); each line reports boreal
 //     queued; boreal recovers; the queue is drained with Drain (what

@@ -34,13 +34,14 @@
 //     call (cancel the context of its CompensateOnce: no more Redis
 //     commands, as after kill -9) leaves the job to the other, which takes
 //     it after the visibility timeout (BasketPolicy.Visibility) and
-//     completes the line with one boreal answer.
+//     completes the line with one boreal answer; and a live, slow consumer
+//     keeps its job: another consumer polling meanwhile (once the call has
+//     run a good part of the visibility timeout, well short of all of it)
+//     takes nothing, and the supplier is called once.
 //
 // Bonus: a call longer than the TTL keeps its slot (renewal); expiries follow
 // Redis's clock, not the process's (on the stand-in, m.SetTime moves Redis's
-// clock; a real server's cannot be moved); a live, slow consumer keeps its
-// job: another consumer polling meanwhile takes nothing, and the supplier is
-// called once.
+// clock; a real server's cannot be moved).
 //
 // A check that only says "Acquire returned" proves nothing: every broken
 // build returns. Count what is held at once. Bound every wait, and leave a

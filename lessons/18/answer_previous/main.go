@@ -35,7 +35,7 @@
 //     takes the job after the visibility timeout and the line completes,
 //     with one successful supplier call. And a live, slow consumer keeps its
 //     job: another consumer polling meanwhile takes nothing, so the supplier
-//     is called once (bonus).
+//     is called once.
 //
 // Bonus checks:
 //
@@ -546,7 +546,7 @@ func aKilledConsumerLosesNoJob(url, prefix string) error {
 		return fmt.Errorf("boreal answered %d calls for one queued line after the kill, want exactly 1", n)
 	}
 
-	// Bonus: a live, slow consumer keeps its job. c takes a new queued line
+	// And a live, slow consumer keeps its job. c takes a new queued line
 	// and boreal holds c's call until d has polled the queue, its lease
 	// 150 ms old: well past a tenth of the 1 s visibility timeout, far from
 	// all of it. (At most 450 ms: within the pass's limit of half the

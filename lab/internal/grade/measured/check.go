@@ -39,6 +39,15 @@ func (g *Grader) Accept(req grade.Request) error {
 	if req.Repeat > 1 || req.Separate {
 		return fmt.Errorf("--repeat and --separate are for exercises checked with mutants; %s's grader re-runs a timed property itself", l.Exercise())
 	}
+	if req.Case != "" {
+		rc, err := ParseCase(req.Case)
+		if err != nil {
+			return err
+		}
+		if req.Only != "" && req.Only != rc.tool+"_model" {
+			return fmt.Errorf("--case runs one %s case and reports %s_model alone: drop --only %s", rc.tool, rc.tool, req.Only)
+		}
+	}
 	if req.Only != "" && !IsProperty(req.Only) {
 		return fmt.Errorf("--only %s: %s has no property of that name (its properties: %s)", req.Only, l.Exercise(), strings.Join(PropertyNames(), ", "))
 	}
@@ -105,7 +114,7 @@ func checkWithin(ctx context.Context, o grade.Request, v variant.Variant, runBou
 		Variant:       v.Name,
 		Properties:    []report.Prop{},
 	}
-	opts := Options{Root: o.Root, Dir: filepath.FromSlash(o.Answer), Only: o.Only, RunTimeout: runBound}
+	opts := Options{Root: o.Root, Dir: filepath.FromSlash(o.Answer), Only: o.Only, RunTimeout: runBound, Seed: o.Seed, Case: o.Case}
 	cacheName := toolsCacheName(o.Answer)
 	if v.Name != "" {
 		cacheName += "@" + v.Name // a variant's binaries never overwrite the answer's own

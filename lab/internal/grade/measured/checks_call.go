@@ -3,7 +3,6 @@ package measured
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"strings"
 	"sync"
@@ -51,14 +50,13 @@ var callKeys = []string{"ok", "status", "phase", "elapsed_ms", "error"}
 var callProps = []string{"call_json", "call_done", "call_http_error", "call_read_limit", "call_body_limit",
 	"call_connect_phase", "call_connect_limit", "call_refused", "call_elapsed_honest", "call_model"}
 
-// randomCalls is how many call runs of random parameters each grading adds.
-const randomCalls = 3
-
 // checkCall runs call against a quick 200, a 503, a slow answer, an answer
 // whose body trickles, the blackhole and a closed port.
 func (g *grader) checkCall(ctx context.Context) {
-	seed := newSeed()
-	cases := randomCallCases(rand.New(rand.NewPCG(seed, 1)), randomCalls)
+	if g.replayed(ctx, "call") {
+		return
+	}
+	cases := drawCallCases(g.rng(streamCall), drawnCalls)
 	for name, c := range callCases {
 		cases[name] = c
 	}
@@ -117,7 +115,7 @@ func (g *grader) checkCall(ctx context.Context) {
 	g.judge("call_refused", v, "closed port %s with --connect 5: phase %q after %.0f ms (want connect, under 1500 ms)", g.lab.closed, o.Phase, r.wallMS())
 
 	g.checkCallTimes(outs, runs)
-	g.checkCallModel(cases, outs, runs, seed)
+	g.checkCallModel(ctx, cases, outs, runs)
 
 	if g.lab.blackhole == "" {
 		g.set("call_connect_phase", true, "skipped: this system has no blackhole (Linux only)")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 
@@ -34,9 +33,6 @@ var (
 		"deadline_connect_budget", "deadline_times_honest", "deadline_model"}
 )
 
-// randomDeadlines is how many deadline runs of random parameters each grading adds.
-const randomDeadlines = 2
-
 // A deadline scenario: its budget and the partner delay of each --url (0
 // for the blackhole).
 type deadlineJob struct {
@@ -50,8 +46,10 @@ type deadlineJob struct {
 // run 1200 ms longer), "floor" (two calls leave less than --min-ms) and
 // "connect" (the blackhole with a connect limit far longer than the budget).
 func (g *grader) checkDeadline(ctx context.Context) {
-	seed := newSeed()
-	cases := randomDeadlineCases(rand.New(rand.NewPCG(seed, 2)), randomDeadlines)
+	if g.replayed(ctx, "deadline") {
+		return
+	}
+	cases := drawDeadlineCases(g.rng(streamDeadline))
 	for name, c := range deadlineCases {
 		cases[name] = c
 	}
@@ -98,7 +96,7 @@ func (g *grader) checkDeadline(ctx context.Context) {
 	g.checkBudgetCut(outs["left"], runs["left"])
 	g.checkFloor(outs["floor"])
 	g.checkDeadlineTimes(outs, runs, specs)
-	g.checkDeadlineModel(cases, urls, outs, runs, specs, seed)
+	g.checkDeadlineModel(ctx, cases, urls, outs, runs, specs)
 	if _, ok := jobs["connect"]; !ok {
 		g.set("deadline_connect_budget", true, "skipped: this system has no blackhole (Linux only)")
 		return
@@ -292,8 +290,9 @@ func delayOf(u string) int {
 }
 
 // checkDeadlineModel compares every deadline run with the model.
-func (g *grader) checkDeadlineModel(cases map[string]deadlineCase, urls map[string][]string, outs map[string]deadlineOut, runs map[string]run, jobs map[string]*deadlineJob, seed uint64) {
+func (g *grader) checkDeadlineModel(ctx context.Context, cases map[string]deadlineCase, urls map[string][]string, outs map[string]deadlineOut, runs map[string]run, jobs map[string]*deadlineJob) {
 	var v verdict
+	per := map[string]verdict{}
 	var unseen, names []string
 	for _, name := range sortedNames(cases) {
 		o, ok := outs[name]
@@ -305,9 +304,13 @@ func (g *grader) checkDeadlineModel(cases map[string]deadlineCase, urls map[stri
 		for _, e := range jobs[name].log.Calls {
 			log = append(log, arrival{e.ArrivalMs})
 		}
-		m := newModel(&v, cases[name].String())
+		var one verdict
+		m := newModel(&one, cases[name].String())
 		modelDeadline(m, cases[name], urls[name], o, runs[name], log)
 		unseen = append(unseen, checkFields("deadline", m)...)
+		per[name] = one
+		v.absorb(one)
 	}
-	g.modelJudge("deadline_model", "deadline", v, names, dedupe(unseen), seed)
+	small, drawn := shrunk("deadline_model", cases, per, deadlineCase.smaller, func(c deadlineCase) verdict { return g.deadlineOnce(ctx, c) })
+	g.modelJudge("deadline_model", "deadline", v, names, dedupe(unseen), g.seed, small, drawn)
 }

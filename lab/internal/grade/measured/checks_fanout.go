@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strings"
 
 	"quoteflowlab.dev/provider"
@@ -51,8 +50,7 @@ type fanned struct {
 // 500 ms (the third must be cut when the budget runs out, the fourth not
 // sent).
 func (g *grader) checkFanout(ctx context.Context) {
-	seed := newSeed()
-	cases := randomFanouts(rand.New(rand.NewPCG(seed, 4)), randomFanoutRuns)
+	cases := randomFanouts(g.rng(streamFanout), randomFanoutRuns)
 	// "out" leaves --connect to its default.
 	cases["fits"], cases["out"] = &fanned{budget: 1100, n: 4, connect: 1}, &fanned{budget: 500, n: 4}
 	errs := make(chan error, len(cases))
@@ -78,7 +76,7 @@ func (g *grader) checkFanout(ctx context.Context) {
 	g.checkShrinking(cases["fits"])
 	g.checkFanoutCut(cases["out"])
 	g.checkFanoutTimes(cases)
-	g.checkFanoutModel(cases, seed)
+	g.checkFanoutModel(cases, g.seed)
 }
 
 // runFanout runs one case against a lab of its own and reads its log.

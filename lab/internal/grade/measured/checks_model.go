@@ -109,15 +109,33 @@ type probeOut struct {
 // modelJudge records property name from the model's verdicts on every run,
 // naming the seed of the random runs, and notes a field the model did not
 // compare (a grader bug the completeness test catches).
-func (g *grader) modelJudge(name, tool string, v verdict, runs []string, unseen []string, seed uint64) {
+func (g *grader) modelJudge(name, tool string, v verdict, runs []string, unseen []string, seed uint64, shrunk, drawn string) {
 	sort := slices.Clone(runs)
 	slices.Sort(sort)
-	detail := fmt.Sprintf("%d runs compared field by field with the model (random set: seed %d)", len(runs), seed)
+	nDrawn := 0
+	for _, r := range runs {
+		if strings.HasPrefix(r, "drawn") {
+			nDrawn++
+		}
+	}
+	detail := fmt.Sprintf("%d runs compared field by field with the model, %d of them drawn (seed %d: `lab check E15 --only %s --seed %d` draws them again)", len(runs), nDrawn, seed, name, seed)
 	if len(unseen) > 0 {
 		v.need(false, "the grader did not compare %s (a grader bug)", strings.Join(unseen, ", "))
 	}
 	if !v.ok() {
 		detail = strings.Join(shortList(v.buts, 6), "; ")
+		if shrunk != "" {
+			// The smallest failing case first: it is what to look at; the
+			// clauses of the case it was shrunk from say the same again.
+			buts := []string{shrunk}
+			for _, b := range v.buts {
+				if !strings.HasPrefix(b, drawn+":") {
+					buts = append(buts, b)
+				}
+			}
+			v.buts = buts
+			detail = fmt.Sprintf("seed %d; %s", seed, detail)
+		}
 	}
 	g.judge(name, v, "%s", detail)
 	_ = tool

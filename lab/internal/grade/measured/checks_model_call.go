@@ -1,13 +1,13 @@
 package measured
 
 import (
+	"context"
 	"fmt"
-	"math/rand/v2"
 )
 
 // A callCase is one run of call: where it points and with which limits.
 type callCase struct {
-	target  string // "partner", "status" (the lab's status server), "blackhole" or "closed"
+	target  string // "partner", "status" (the lab's status server), "blackhole", "closed" or "reset"
 	delayMS int    // partner: ms= (the partner's work before its headers)
 	dripMS  int    // partner: drip_ms= (the body trickled over this long)
 	fail    bool   // partner: fail=1 (a 503 at once)
@@ -47,6 +47,8 @@ func (c callCase) url(l *lab) string {
 		return "http://" + l.blackhole + "/"
 	case "closed":
 		return "http://" + l.closed + "/"
+	case "reset":
+		return l.status + "/reset"
 	}
 	q := fmt.Sprintf("ms=%d", c.delayMS)
 	if c.dripMS > 0 {
@@ -80,6 +82,8 @@ func (c callCase) String() string {
 		if c.target == "closed" {
 			s = "a closed port"
 		}
+	case "reset":
+		s = "a reset before any byte"
 	default:
 		s = fmt.Sprintf("/call?ms=%d", c.delayMS)
 		if c.dripMS > 0 {
@@ -107,6 +111,8 @@ func (c callCase) phase() string {
 	switch c.target {
 	case "blackhole", "closed":
 		return "connect"
+	case "reset":
+		return "read" // or connect: the contract names no phase for it
 	}
 	if float64(c.delayMS+c.dripMS) < c.readMS() {
 		return "done"
@@ -136,47 +142,13 @@ var callCases = map[string]callCase{
 	"defaults_hole":     {target: "blackhole"},
 }
 
-// randomCallCases draws n call runs whose outcome the model can tell on a
-// quiet machine: every limit at least 250 ms away from the time it races.
-func randomCallCases(r *rand.Rand, n int) map[string]callCase {
-	out := map[string]callCase{}
-	for len(out) < n {
-		c := callCase{connect: float64(2+r.IntN(9)) / 10, read: float64(2+r.IntN(12)) / 10}
-		if r.IntN(4) == 0 {
-			c.connect = 0
-		}
-		switch r.IntN(5) {
-		case 0:
-			c.target = "blackhole"
-			c.read = 0 // a long default read: the connect limit alone must end it
-		case 1:
-			c.target = "closed"
-		case 2:
-			c.target = "status"
-			c.code = []int{200, 201, 400, 404, 429, 500, 502, 503}[r.IntN(8)]
-		default:
-			c.target = "partner"
-			c.delayMS = r.IntN(1200)
-			if r.IntN(3) == 0 {
-				c.dripMS = r.IntN(800)
-			}
-			c.fail = r.IntN(3) == 0
-			if d := float64(c.delayMS+c.dripMS) - c.readMS(); d > -250 && d < 250 {
-				continue
-			}
-		}
-		out[fmt.Sprintf("random%d", len(out))] = c
-	}
-	return out
-}
-
 // modelCall compares every field of one call run with the model.
 func modelCall(m *model, c callCase, o callOut, r run) {
 	wall := r.wallMS()
 	want := c.phase()
 	work := float64(c.delayMS + c.dripMS)
 	switch {
-	case o.Phase == want:
+	case o.Phase == want || c.target == "reset" && o.Phase == "connect":
 		m.seen["phase"] = true
 	case want == "done" && o.Phase == "read" && o.ElapsedMS >= c.readMS()-early:
 		m.slow("phase", "is read after %.0f ms: the machine stretched %.0f ms of work past the read limit of %.0f ms", o.ElapsedMS, work, c.readMS())
@@ -228,8 +200,9 @@ func deref(s *string) string {
 }
 
 // checkCallModel compares every call run with the model.
-func (g *grader) checkCallModel(cases map[string]callCase, outs map[string]callOut, runs map[string]run, seed uint64) {
+func (g *grader) checkCallModel(ctx context.Context, cases map[string]callCase, outs map[string]callOut, runs map[string]run) {
 	var v verdict
+	per := map[string]verdict{}
 	var unseen []string
 	var names []string
 	for _, name := range sortedNames(cases) {
@@ -238,11 +211,15 @@ func (g *grader) checkCallModel(cases map[string]callCase, outs map[string]callO
 			continue
 		}
 		names = append(names, name)
-		m := newModel(&v, cases[name].String())
+		var one verdict
+		m := newModel(&one, cases[name].String())
 		modelCall(m, cases[name], o, runs[name])
 		unseen = append(unseen, checkFields("call", m)...)
+		per[name] = one
+		v.absorb(one)
 	}
-	g.modelJudge("call_model", "call", v, names, dedupe(unseen), seed)
+	small, drawn := shrunk("call_model", cases, per, callCase.smaller, func(c callCase) verdict { return g.callOnce(ctx, c) })
+	g.modelJudge("call_model", "call", v, names, dedupe(unseen), g.seed, small, drawn)
 }
 
 func dedupe(xs []string) []string {

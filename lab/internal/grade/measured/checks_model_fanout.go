@@ -173,5 +173,5 @@ func (g *grader) checkFanoutModel(cases map[string]*fanned, seed uint64) {
 		modelFanout(m, cases[name])
 		unseen = append(unseen, checkFields("fanout", m)...)
 	}
-	g.modelJudge("fanout_model", "fanout", v, names, dedupe(unseen), seed)
+	g.modelJudge("fanout_model", "fanout", v, names, dedupe(unseen), seed, "", "")
 }

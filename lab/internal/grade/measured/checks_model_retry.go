@@ -1,9 +1,9 @@
 package measured
 
 import (
+	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 )
 
@@ -39,55 +39,47 @@ func overCaps(waits []float64, base float64) float64 {
 	return over
 }
 
-// randomRetryJobs draws n retry runs.
-func randomRetryJobs(r *rand.Rand, n int) map[string]retryJob {
-	out := map[string]retryJob{}
-	for i := range n {
-		j := retryJob{
-			callMS:   r.IntN(150),
-			fail:     []int{0, 1, 2, 100}[r.IntN(4)],
-			budgetMS: 500 + r.IntN(1300),
-			attempts: 1 + r.IntN(5),
-			baseMS:   10 + r.IntN(150),
-		}
-		if r.IntN(2) == 0 {
-			j.minMS = 20 + r.IntN(150)
-		}
-		out[fmt.Sprintf("random%d", i)] = j
-	}
-	return out
-}
-
 // modelRetry compares every field of one retry run with the model: the
 // partner's log says how many attempts there were and how each ended.
 func modelRetry(m *model, x *retried) {
 	j, o, wall := x.job, x.out, x.run.wallMS()
 	calls := x.log.Calls
 	budget := float64(j.budgetMS)
-	m.need("attempts", o.Attempts >= 1 && o.Attempts <= j.attempts, "is %d for --attempts %d", o.Attempts, j.attempts)
-	if !j.hole {
+	floor := max(float64(j.minMS), 1)
+	least := 1
+	if floor > budget {
+		least = 0 // no attempt may start: --min-ms is above the whole budget
+	}
+	m.need("attempts", o.Attempts >= least && o.Attempts <= j.attempts, "is %d for --attempts %d and --min-ms %d of a %d ms budget", o.Attempts, j.attempts, j.minMS, j.budgetMS)
+	if j.partner() {
 		m.need("attempts", o.Attempts == len(calls), "is %d, the partner received %d", o.Attempts, len(calls))
 	}
+	if j.sure && o.StoppedReason == j.expect {
+		m.need("attempts", o.Attempts == j.attemptsWant, "is %d with stopped_reason %q, want %d (%s)", o.Attempts, o.StoppedReason, j.attemptsWant, j.why())
+	}
 	lastOK := len(calls) > 0 && calls[len(calls)-1].Status/100 == 2
-	if j.hole {
-		m.need("ok", !o.OK, "is true for the blackhole")
-	} else {
+	if j.partner() {
 		m.need("ok", !o.OK || lastOK, "is true, but the partner's last answer was not a success")
+	} else {
+		m.need("ok", !o.OK, "is true for %s", j.target())
 	}
 	switch o.StoppedReason {
 	case "ok":
 		m.need("stopped_reason", o.OK, "is ok for a run that did not succeed")
 	case "attempts":
-		m.need("stopped_reason", !o.OK && o.Attempts == j.attempts, "is attempts after %d of %d attempts (ok %v)", o.Attempts, j.attempts, o.OK)
+		// A 4xx may be taken for final (lesson 14 retries transient
+		// failures only): the contract names no other reason for it.
+		final := j.code/100 == 4 && o.Attempts >= 1
+		m.need("stopped_reason", !o.OK && (o.Attempts == j.attempts || final), "is attempts after %d of %d attempts (ok %v)", o.Attempts, j.attempts, o.OK)
 	case "budget":
 		m.need("stopped_reason", !o.OK, "is budget for a run that succeeded")
-		if !j.hole && lastOK && !o.OK {
+		if j.partner() && lastOK && !o.OK {
 			m.saw("stopped_reason", "the last answer was cut by the budget")
 		}
 	default:
 		m.need("stopped_reason", false, "is %q, want ok, attempts or budget", o.StoppedReason)
 	}
-	if !j.hole && lastOK && !o.OK {
+	if j.partner() && lastOK && !o.OK {
 		// Only the budget can cut a call the partner answered well. When
 		// that call was the last attempt, "attempts" is true as well; the
 		// run then lasted its whole budget (the call was read until the
@@ -97,9 +89,16 @@ func modelRetry(m *model, x *retried) {
 		m.need("ok", o.StoppedReason == "budget" || lastCut, "is false after the partner's success, which only the budget may cut (stopped_reason %q after %.0f ms of a %.0f ms budget)", o.StoppedReason, wall, budget)
 	}
 	if want := j.expect; want != "" && o.StoppedReason != want {
-		if o.StoppedReason == "budget" {
+		// A run stops with budget only once the budget left, less the next
+		// wait (at most its cap), is under the floor: a run that spent less
+		// than that did not run out of budget, however slow the machine.
+		spent := budget - floor - capOf(j.base(), max(o.Attempts-1, 0)) - capLateness
+		switch {
+		case o.StoppedReason == "budget" && wall < spent-rounding:
+			m.need("stopped_reason", false, "is budget after %.0f ms of a %.0f ms budget (--min-ms %d, next cap %.0f ms): nothing ran it out; want %q (%s)", wall, budget, j.minMS, capOf(j.base(), max(o.Attempts-1, 0)), want, j.why())
+		case o.StoppedReason == "budget":
 			m.slow("stopped_reason", "is budget where the run's budget leaves it %q: the machine made it slower", want)
-		} else {
+		default:
 			m.need("stopped_reason", false, "is %q, want %q", o.StoppedReason, want)
 		}
 	}
@@ -119,7 +118,7 @@ func modelRetry(m *model, x *retried) {
 	for k, w := range o.WaitsMS {
 		m.need("waits_ms", w >= 0, "has a negative wait %.1f", w)
 		if k+1 < len(calls) {
-			gap := calls[k+1].ArrivalMs - calls[k].ArrivalMs - float64(j.callMS)
+			gap := calls[k+1].ArrivalMs - calls[k].ArrivalMs - j.work()
 			if calls[k].End != "done" {
 				gap = calls[k+1].ArrivalMs - calls[k].ArrivalMs
 			}
@@ -143,23 +142,24 @@ func modelRetry(m *model, x *retried) {
 	answered := 0.0
 	for k := 0; k < len(o.WaitsMS) && k < len(calls); k++ {
 		if calls[k].End == "done" {
-			answered += float64(j.callMS)
+			answered += j.work()
 		}
 	}
 
 	el := o.ElapsedMS
 	m.need("elapsed_ms", el <= wall+rounding, "is %.1f, more than the %.0f ms the process lived", el, wall)
 	if len(calls) >= 2 {
-		span := calls[len(calls)-2].ArrivalMs - calls[0].ArrivalMs + float64(j.callMS)
+		span := calls[len(calls)-2].ArrivalMs - calls[0].ArrivalMs + j.work()
 		m.need("elapsed_ms", el >= span-rounding, "is %.1f, less than the %.0f ms from the first attempt's arrival to the answer before the last", el, span)
 	}
-	least := sum(o.WaitsMS)
-	if j.hole {
-		least += float64(max(o.Attempts-1, 0)) * (min(secondsOr(j.connect, 1), budget) - early)
-	} else {
-		least += answered
+	atLeast := sum(o.WaitsMS)
+	switch {
+	case j.hole:
+		atLeast += float64(max(o.Attempts-1, 0)) * (min(secondsOr(j.connect, 1), budget) - early)
+	case j.partner():
+		atLeast += answered
 	}
-	m.need("elapsed_ms", el >= least-rounding-early, "is %.1f, less than its waits and the attempts before them (%.0f ms)", el, least)
+	m.need("elapsed_ms", el >= atLeast-rounding-early, "is %.1f, less than its waits and the attempts before them (%.0f ms)", el, atLeast)
 	m.within("elapsed_ms", el, budget+slack, "is %.1f for a budget of %.0f ms", el, budget)
 }
 
@@ -172,16 +172,23 @@ func capsText(base float64, n int) string {
 }
 
 // checkRetryModel compares every retry run with the model.
-func (g *grader) checkRetryModel(res map[string]*retried, seed uint64) {
+func (g *grader) checkRetryModel(ctx context.Context, res map[string]*retried) {
 	var v verdict
+	per := map[string]verdict{}
+	jobs := map[string]retryJob{}
 	var unseen, names []string
 	for _, name := range sortedNames(res) {
 		x := res[name]
 		names = append(names, name)
-		m := newModel(&v, x.job.String())
+		var one verdict
+		m := newModel(&one, x.job.String())
 		modelRetry(m, x)
 		unseen = append(unseen, checkFields("retry", m)...)
+		per[name] = one
+		jobs[name] = x.job
+		v.absorb(one)
 	}
+	small, drawn := shrunk("retry_model", jobs, per, retryJob.smaller, func(j retryJob) verdict { return g.retryOnce(ctx, j) })
 	slices.Sort(unseen)
-	g.modelJudge("retry_model", "retry", v, names, slices.Compact(unseen), seed)
+	g.modelJudge("retry_model", "retry", v, names, slices.Compact(unseen), g.seed, small, drawn)
 }

@@ -178,94 +178,6 @@ func (g *grader) checkReport(p plan, planOK bool) {
 	g.checkRetryShare(p, retries)
 }
 
-// An equation of the report: terms (each a product of numbers) added up,
-// and the result written after "=".
-type equation struct {
-	text   string
-	terms  [][]float64
-	result float64
-}
-
-func (e equation) value() float64 {
-	total := 0.0
-	for _, t := range e.terms {
-		p := 1.0
-		for _, f := range t {
-			p *= f
-		}
-		total += p
-	}
-	return total
-}
-
-var (
-	numberMS   = `\d+(?:\.\d+)?(?:\s*ms)?`
-	termRE     = numberMS + `(?:\s*[×x*·]\s*` + numberMS + `)*`
-	equationRE = regexp.MustCompile(`(` + termRE + `(?:\s*\+\s*` + termRE + `)*)\s*=\s*(\d+(?:\.\d+)?)`)
-	factorRE   = regexp.MustCompile(`\d+(?:\.\d+)?`)
-	parenRE    = regexp.MustCompile(`\([^()]*\)`)
-)
-
-// equations finds the sums written out in text, asides in parentheses left out.
-func equations(text string) []equation {
-	text = parenRE.ReplaceAllString(text, " ")
-	var out []equation
-	for _, m := range equationRE.FindAllStringSubmatch(text, -1) {
-		e := equation{text: strings.Join(strings.Fields(m[0]), " ")}
-		for _, term := range strings.Split(m[1], "+") {
-			var t []float64
-			for _, f := range factorRE.FindAllString(term, -1) {
-				v, _ := strconv.ParseFloat(f, 64)
-				t = append(t, v)
-			}
-			e.terms = append(e.terms, t)
-		}
-		e.result, _ = strconv.ParseFloat(m[2], 64)
-		out = append(out, e)
-	}
-	return out
-}
-
-// checkRetryShare checks the arithmetic of the retries' share: every sum
-// the section writes out must add up, and each call of the plan that
-// retries (max_attempts above 1) must have its worst case written as
-// attempts × per-attempt limit plus the wait caps (a sum with a term
-// max_attempts × something and more besides: the waits), no larger than
-// the call's budget_ms. "attempts × wait cap" alone is not a worst case: it
-// leaves out the attempts themselves.
-func (g *grader) checkRetryShare(p plan, text string) {
-	var v verdict
-	eqs := equations(text)
-	var seen []string
-	for _, e := range eqs {
-		seen = append(seen, e.text)
-		v.need(math.Abs(e.value()-e.result) < 0.5, "%q does not add up (it makes %v)", e.text, e.value())
-	}
-	retrying := 0
-	for _, c := range p.Calls {
-		attempts := *c.MaxAttempts
-		if attempts <= 1 {
-			continue
-		}
-		retrying++
-		v.need(strings.Contains(text, c.Name), "the section does not name %s, which retries (max_attempts %v)", c.Name, attempts)
-		found := false
-		for _, e := range eqs {
-			for _, t := range e.terms {
-				if len(t) == 2 && (t[0] == attempts || t[1] == attempts) && e.value() > t[0]*t[1] && e.result <= *c.BudgetMS+0.5 && math.Abs(e.value()-e.result) < 0.5 {
-					found = true
-				}
-			}
-		}
-		v.need(found, "no sum gives %s's worst case as attempts × per-attempt limit + the wait caps (%v × a limit, plus the waits, within its budget_ms %v)", c.Name, attempts, *c.BudgetMS)
-	}
-	detail := fmt.Sprintf("%d calls retry; sums found: %s", retrying, joinOr(seen, "none"))
-	if retrying == 0 {
-		detail = "no call of the plan retries (every max_attempts is 1); sums found: " + joinOr(seen, "none")
-	}
-	g.judge("report_retry_share", v, "%s", detail)
-}
-
 // unquotedProbeFile checks that the report quotes the elapsed_ms of each
 // row of the answer's saved probe run, probe.json; it says what is missing.
 func (g *grader) unquotedProbeFile(text string) string {
@@ -324,14 +236,4 @@ func hasNumber(text string, v float64) bool {
 	s := strconv.FormatFloat(v, 'f', -1, 64)
 	re := regexp.MustCompile(`(^|[^\d.])` + regexp.QuoteMeta(s) + `($|[^\d.]|\.($|[^\d]))`)
 	return re.MatchString(text)
-}
-
-// quotedWithMS reports whether some line matching kind also holds a time in ms.
-func quotedWithMS(text string, kind *regexp.Regexp) bool {
-	for line := range strings.Lines(text) {
-		if kind.MatchString(line) && msRE.MatchString(line) {
-			return true
-		}
-	}
-	return false
 }

@@ -116,7 +116,7 @@ func (g *grader) checkProbe(ctx context.Context) {
 	var mv verdict
 	m := newModel(&mv, "probe")
 	modelProbe(m, []probeRow{ref, ct, rt}, l.addr, l.blackhole, r)
-	g.modelJudge("probe_model", "probe", mv, []string{"probe"}, checkFields("probe", m), 0)
+	g.modelJudge("probe_model", "probe", mv, []string{"probe"}, checkFields("probe", m), g.seed, "", "")
 }
 
 // checkContacted checks from the provider's side that the probe made its

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -28,7 +27,7 @@ const retryTimeout = 7 * time.Second
 var (
 	retryKeys  = []string{"ok", "attempts", "elapsed_ms", "waits_ms", "stopped_reason"}
 	retryProps = []string{"retry_json", "retry_recovers", "retry_attempts", "retry_wait_caps", "retry_waits_charged",
-		"retry_waits_real", "retry_jitter", "retry_floor", "retry_read_left", "retry_elapsed_honest", "retry_model"}
+		"retry_waits_real", "retry_jitter", "retry_wait_drawn", "retry_floor", "retry_read_left", "retry_elapsed_honest", "retry_model"}
 )
 
 // A retry scenario: a partner call that takes callMS and fails fail times
@@ -41,6 +40,35 @@ type retryJob struct {
 	hole                                            bool
 	connect                                         float64
 	expect                                          string
+	// Targets other than the partner's /call (drawn cases): a closed port,
+	// a reset before any byte, a status answered at once; and a body
+	// trickled over dripMS after the partner's headers.
+	refused, reset bool
+	code, dripMS   int
+	// attemptsWant is the attempts the contract makes of the run, when
+	// sure says it is certain (0 when --min-ms is above the budget).
+	attemptsWant int
+	sure         bool
+	// cut: the run's first attempt is cut by the budget (its answer comes
+	// after the budget): the run stops with budget after one attempt.
+	cut bool
+}
+
+// partner reports whether the job calls the partner's /call, whose log
+// counts its attempts.
+func (j retryJob) partner() bool { return !j.hole && !j.refused && !j.reset && j.code == 0 }
+
+// work is what one attempt at the partner takes when it is read in full.
+func (j retryJob) work() float64 { return float64(j.callMS + j.dripMS) }
+
+// target is the job's target as a case word.
+func (j retryJob) target() dlTarget {
+	return dlTarget{hole: j.hole, refused: j.refused, reset: j.reset, code: j.code, delayMS: j.callMS, dripMS: j.dripMS}
+}
+
+// setTarget points the job at t.
+func (j *retryJob) setTarget(t dlTarget) {
+	j.hole, j.refused, j.reset, j.code, j.callMS, j.dripMS = t.hole, t.refused, t.reset, t.code, t.delayMS, t.dripMS
 }
 
 // base is the --base-ms the run used.
@@ -53,8 +81,18 @@ func (j retryJob) base() float64 {
 
 func (j retryJob) args(l *lab, key string) []string {
 	url := fmt.Sprintf("%s/call?ms=%d&fail=%d&key=%s", l.base, j.callMS, j.fail, key)
-	if j.hole {
+	if j.dripMS > 0 {
+		url = fmt.Sprintf("%s/call?ms=%d&drip_ms=%d&fail=%d&key=%s", l.base, j.callMS, j.dripMS, j.fail, key)
+	}
+	switch {
+	case j.hole:
 		url = "http://" + l.blackhole + "/"
+	case j.refused:
+		url = "http://" + l.closed + "/"
+	case j.reset:
+		url = l.status + "/reset"
+	case j.code != 0:
+		url = fmt.Sprintf("%s/status/%d", l.status, j.code)
 	}
 	args := []string{"--url", url, "--budget-ms", fmt.Sprint(j.budgetMS), "--attempts", fmt.Sprint(j.attempts)}
 	if j.connect != 0 {
@@ -72,8 +110,11 @@ func (j retryJob) args(l *lab, key string) []string {
 // String names the run in a sentence.
 func (j retryJob) String() string {
 	s := fmt.Sprintf("retry /call?ms=%d&fail=%d", j.callMS, j.fail)
-	if j.hole {
-		s = "retry the blackhole"
+	if j.dripMS > 0 {
+		s = fmt.Sprintf("retry /call?ms=%d&drip_ms=%d&fail=%d", j.callMS, j.dripMS, j.fail)
+	}
+	if !j.partner() {
+		s = "retry " + j.target().String()
 	}
 	s += fmt.Sprintf(" --budget-ms %d --attempts %d", j.budgetMS, j.attempts)
 	if j.connect != 0 {
@@ -114,7 +155,6 @@ const (
 	jitterRuns     = 20
 	jitterParallel = 20
 	jitterMinWaits = 50
-	randomRetries  = 3
 )
 
 var jitterJob = retryJob{callMS: 0, fail: 100, budgetMS: 5000, attempts: 4, baseMS: 200, connect: 1}
@@ -132,8 +172,14 @@ func (g *grader) checkRetry(ctx context.Context) {
 	keys := map[string]string{}
 	jobs := map[string][]string{}
 	all := map[string]retryJob{}
-	seed := newSeed()
-	scenarios := randomRetryJobs(rand.New(rand.NewPCG(seed, 3)), randomRetries)
+	if g.replayed(ctx, "retry") {
+		return
+	}
+	r := g.rng(streamRetry)
+	scenarios := drawRetryJobs(r)
+	for name, j := range drawWaitJobs(r) {
+		scenarios[name] = j
+	}
 	for name, j := range retryJobs {
 		scenarios[name] = j
 	}
@@ -154,7 +200,7 @@ func (g *grader) checkRetry(ctx context.Context) {
 	props := slices.Clone(retryProps)
 	// A correct retry ends within its budget (5 s at most here); one whose
 	// waits are not charged can sleep for minutes: cut it short.
-	runs := g.runLimited(ctx, "retry", retryTimeout, jobs, jitterParallel+len(retryJobs))
+	runs := g.runLimited(ctx, "retry", retryTimeout, jobs, jitterParallel+len(retryJobs)+drawnRetries+waitRuns)
 	if r := runs["budget"]; r.killed && runs["recovers"].problem == "" && runs["attempts"].problem == "" {
 		// Only the run that the budget alone can stop went on: its waits were not paid from it.
 		g.set("retry_waits_charged", false, "/call always failing at once, budget 1500 ms, --attempts 30: still running after %v, killed", retryTimeout)
@@ -174,7 +220,7 @@ func (g *grader) checkRetry(ctx context.Context) {
 		}
 		var log provider.PartnerLog
 		var err error
-		if !all[name].hole {
+		if all[name].partner() {
 			log, err = g.lab.settle(ctx, keys[name])
 		}
 		if err != nil {
@@ -204,7 +250,8 @@ func (g *grader) checkRetry(ctx context.Context) {
 	g.checkRetryFloor(res["floor"])
 	g.checkReadLeft(res["readleft"])
 	g.checkRetryTimes(res)
-	g.checkRetryModel(res, seed)
+	g.checkWaitDrawn(res)
+	g.checkRetryModel(ctx, res)
 }
 
 // checkWaitsCharged: /call failing at once, a budget of 1500 ms and 30
@@ -424,7 +471,10 @@ func (g *grader) checkWaitsReal(res map[string]*retried) {
 		x := res[name]
 		calls, waits := x.log.Calls, x.out.WaitsMS
 		for k := 0; k < len(waits) && k+1 < len(calls); k++ {
-			gap := calls[k+1].ArrivalMs - calls[k].ArrivalMs - float64(x.job.callMS)
+			gap := calls[k+1].ArrivalMs - calls[k].ArrivalMs - x.job.work()
+			if calls[k].End != "done" {
+				gap = calls[k+1].ArrivalMs - calls[k].ArrivalMs
+			}
 			if !v.need(waits[k] <= gap+rounding, "a reported wait is longer than the time between the attempts the partner received") {
 				short = append(short, fmt.Sprintf("%s: wait %d is %.1f ms, the partner saw %.1f ms between the end of attempt %d and the next", name, k+1, waits[k], gap, k+1))
 			}
@@ -435,9 +485,9 @@ func (g *grader) checkWaitsReal(res map[string]*retried) {
 				answered++
 			}
 		}
-		least := sum(waits) + float64(answered*x.job.callMS)
+		least := sum(waits) + float64(answered)*x.job.work()
 		if !v.need(x.run.wallMS() >= least-early, "the run was shorter than its calls plus its reported waits") {
-			short = append(short, fmt.Sprintf("%s: %d answered calls of %d ms and waits %v need %.0f ms, the run took %.0f ms", name, answered, x.job.callMS, waits, least, x.run.wallMS()))
+			short = append(short, fmt.Sprintf("%s: %d answered calls of %.0f ms and waits %v need %.0f ms, the run took %.0f ms", name, answered, x.job.work(), waits, least, x.run.wallMS()))
 		}
 	}
 	g.judge("retry_waits_real", v, "%s", joinOr(shortList(short, 4), "every wait fits between the attempts the partner received, and every run lasted at least its calls plus its waits"))
@@ -519,7 +569,7 @@ func (g *grader) checkRetryTimes(res map[string]*retried) {
 		// had the answer to the one before the last (it sent the last one
 		// after): that answer left the partner callMS after its arrival.
 		if calls := x.log.Calls; len(calls) >= 2 {
-			span := calls[len(calls)-2].ArrivalMs - calls[0].ArrivalMs + float64(x.job.callMS)
+			span := calls[len(calls)-2].ArrivalMs - calls[0].ArrivalMs + x.job.work()
 			v.need(el >= span-rounding, "%s reported %.1f ms, less than the %.0f ms from its first attempt's arrival to the answer before its last attempt", name, el, span)
 		}
 		v.within(wall, 2*(el+300), allowFor(x.run), "%s reported %.1f ms of a %.0f ms run", name, el, wall)
@@ -566,7 +616,7 @@ func unpaid(x *retried) string {
 	answered := 0.0
 	for k := 0; k < len(o.WaitsMS) && k < len(x.log.Calls); k++ {
 		if x.log.Calls[k].End == "done" {
-			answered += float64(j.callMS)
+			answered += j.work()
 		}
 	}
 	paid := sum(o.WaitsMS) + answered
@@ -574,7 +624,7 @@ func unpaid(x *retried) string {
 	if allow < 0 {
 		allow = capLateness*float64(len(o.WaitsMS)) + loadAllowance
 	}
-	if paid <= float64(j.budgetMS)-floor+rounding+allow {
+	if paid <= max(float64(j.budgetMS)-floor, 0)+rounding+allow {
 		return ""
 	}
 	return fmt.Sprintf("the waits %v and the %.0f ms of answered attempts before them add up to %.0f ms, past the budget of %d ms less the floor of %.0f ms (and %.0f ms a late timer may add)",

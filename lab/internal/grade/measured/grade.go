@@ -72,6 +72,14 @@ type Options struct {
 	// A re-run for a missed timing bound is then made only for Only: the
 	// other properties of its tool are not reported.
 	Only string
+	// Seed draws the cases of call, deadline and retry (see gen.go); 0: a
+	// seed of the grading's own, named in the report. The same seed draws
+	// the same cases.
+	Seed uint64
+	// Case, when set, is one case (a --case string, as a report prints a
+	// failing one): only that case runs, and only its tool's model property
+	// is reported. Only is then that property.
+	Case string
 	// RunTimeout bounds one tool run where a scenario sets no tighter bound
 	// of its own; 0 means runTimeout. Tests of a tool that never ends set it
 	// shorter: the verdict on a hung tool is the same at any bound.
@@ -104,7 +112,20 @@ var toolChecks = []toolCheck{
 // run, it is inconclusive rather than failed.
 func Grade(ctx context.Context, opts Options) Result {
 	start := time.Now()
-	g := &grader{opts: opts, findings: map[string]finding{}, todo: map[string]bool{}}
+	g := &grader{opts: opts, findings: map[string]finding{}, todo: map[string]bool{}, seed: opts.Seed}
+	if g.seed == 0 {
+		g.seed = newSeed()
+	}
+	if opts.Case != "" {
+		rc, err := ParseCase(opts.Case)
+		if err != nil {
+			g.failAll(err.Error())
+			return g.result(start)
+		}
+		g.replay = &rc
+		g.opts.Only = rc.tool + "_model"
+		opts = g.opts
+	}
 	g.dir = resolveDir(opts)
 	if err := g.loadOverlay(); err != nil {
 		g.failAll("reading the overlay: " + err.Error())
@@ -273,7 +294,8 @@ func (g *grader) spun(tool string) {
 // lab, findings of its own.
 func (g *grader) fork() *grader {
 	return &grader{opts: g.opts, dir: g.dir, overlay: g.overlay, binDir: g.binDir, bins: g.bins,
-		buildErrs: g.buildErrs, lab: g.lab, mon: g.mon, findings: map[string]finding{}, todo: map[string]bool{}}
+		buildErrs: g.buildErrs, lab: g.lab, mon: g.mon, findings: map[string]finding{}, todo: map[string]bool{},
+		seed: g.seed, replay: g.replay}
 }
 
 // merge copies a fork's findings (only names, when not nil) into g.
@@ -336,6 +358,9 @@ type grader struct {
 	lab       *lab
 
 	mon grade.Monitor
+
+	seed   uint64      // draws the cases (see gen.go)
+	replay *replayCase // --case: the one case to run
 
 	mu       sync.Mutex
 	findings map[string]finding

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,14 +17,30 @@ import (
 // lab is the provider lab and the addresses the tools are pointed at.
 type lab struct {
 	server    *provider.Server
-	base      string // partner base URL, http://127.0.0.1:port
-	addr      string // partner host:port
-	blackhole string // blackhole host:port; "" when the system has none (or none was asked for)
-	closed    string // a loopback host:port nobody listens on
+	base      string    // partner base URL, http://127.0.0.1:port
+	addr      string    // partner host:port
+	blackhole string    // blackhole host:port; "" when the system has none (or none was asked for)
+	closed    string    // a loopback host:port nobody listens on
+	release   io.Closer // frees closed's port
 	// statuses answers GET /status/N with status N at once (404, 429...):
-	// the received failures the partner's /call (always 503) cannot give.
+	// the received failures the partner's /call (always 503) cannot give;
+	// and GET /reset with a TCP reset before any byte.
 	statuses *http.Server
 	status   string // its base URL
+}
+
+// resetConn answers a request with a TCP reset before any byte: the
+// connection is taken from the server and closed with no linger, so the
+// kernel sends RST instead of FIN.
+func resetConn(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	conn.Close()
 }
 
 // startStatuses starts the lab's status server on a free loopback port.
@@ -34,6 +51,10 @@ func (l *lab) startStatuses() error {
 	}
 	l.status = "http://" + ln.Addr().String()
 	l.statuses = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/reset" {
+			resetConn(w)
+			return
+		}
 		code := 0
 		if _, err := fmt.Sscanf(r.URL.Path, "/status/%d", &code); err != nil || code < 200 || code > 599 {
 			code = http.StatusBadRequest
@@ -74,12 +95,12 @@ func startLabOnce(withBlackhole bool) (*lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	closed, err := closedPort()
+	closed, release, err := reservedClosedPort()
 	if err != nil {
 		s.Shutdown(context.Background())
 		return nil, err
 	}
-	return &lab{server: s, base: s.URL, addr: s.Addr, blackhole: s.BlackholeAddr, closed: closed}, nil
+	return &lab{server: s, base: s.URL, addr: s.Addr, blackhole: s.BlackholeAddr, closed: closed, release: release}, nil
 }
 
 // stop shuts the lab down, cutting slow partner calls after a short grace.
@@ -88,6 +109,9 @@ func (l *lab) stop() {
 	defer cancel()
 	if l.statuses != nil {
 		l.statuses.Close()
+	}
+	if l.release != nil {
+		l.release.Close()
 	}
 	l.server.Shutdown(ctx)
 }

@@ -33,7 +33,7 @@ var specs = []spec{
 	{"call_refused", "a refused connection must end at once in phase connect: the partner was never reached", "", true},
 	{"call_elapsed_honest", "call's elapsed_ms must be the call's time by the grader's clock: at most its process's wall time (+2 ms of rounding), at least the partner's delay or the limit that cut the call (−30 ms), and at least half the wall time less 300 ms", "", true},
 
-	{"call_model", "every field of every call run (each parameter on both sides of its boundary, received 404, 429 and 503, the defaults, and a seeded random set) must be what the contract makes of that run: ok, status, phase, error and elapsed_ms, by the grader's clock", "", true},
+	{"call_model", "every field of every call run (each parameter on both sides of its boundary, received 404, 429 and 503, the defaults, and cases drawn from every class of target and limits) must be what the contract makes of that run: ok, status, phase, error and elapsed_ms, by the grader's clock", "", true},
 
 	{"build_deadline", "deadline/ must build with go build", "", true},
 	{"deadline_json", `deadline must print {"budget_ms","calls":[{url,ok,phase,elapsed_ms,read_timeout_ms}],"skipped","total_ms","exceeded"} with one call per --url`, "", true},
@@ -43,7 +43,7 @@ var specs = []spec{
 	{"deadline_connect_budget", "pointed at the blackhole with --connect 6 and a budget of 800 ms, the connect phase must end with the budget (phase connect, the run within 770–1500 ms) and the next call must not start (no_budget)", "", true},
 	{"deadline_times_honest", "deadline's times must agree with the grader's clock and the partner's: total_ms at most the process's wall time (+2 ms) and at least half of it less 300 ms, the calls' elapsed_ms adding up to no more than total_ms, and no answered call shorter than the partner's delay", "", true},
 
-	{"deadline_model", "every field of every deadline run (all calls answered, none, the blackhole under budgets above and below the connect limit, a received 404, no optional flags, and a seeded random set) must be what the contract makes of that run: budget_ms, each call's url, ok, phase, elapsed_ms and read_timeout_ms, skipped, total_ms and exceeded (false as well as true)", "", true},
+	{"deadline_model", "every field of every deadline run (all calls answered, none, the blackhole under budgets above and below the connect limit, a received 404, no optional flags, and cases drawn from every --min-ms relation (none, below, at and above --budget-ms) and every partner behaviour) must be what the contract makes of that run: budget_ms, each call's url, ok, phase, elapsed_ms and read_timeout_ms, skipped, total_ms and exceeded (false as well as true)", "", true},
 
 	{"build_retry", "retry/ must build with go build", "", true},
 	{"retry_json", `retry must print {"ok","attempts","elapsed_ms","waits_ms":[...],"stopped_reason"}`, "", true},
@@ -53,11 +53,12 @@ var specs = []spec{
 	{"retry_waits_charged", "waits must be paid from the budget: stop with stopped_reason budget before a wait would leave no room for a call (the run within its budget + 700 ms)", "the run went past its budget", true},
 	{"retry_waits_real", "waits_ms must be the waits really slept: by the partner's clock, each attempt arrives at least the call's delay plus the reported wait (−2 ms) after the one before", "the run was shorter than its calls plus its reported waits", true},
 	{"retry_jitter", "waits must be full jitter, uniform in [0, cap], a new draw for each wait: of the 60 waits of 20 clients failing together (caps 200, 400, 800 ms), each quarter of the cap must hold at least 3, at most half of the clients may wait the same share of every cap, and their first waits must differ (a correct tool fails this with probability under 3e-5)", "", true},
+	{"retry_wait_drawn", "whether a call still fits after a wait must be decided from the wait drawn, not from its cap: of 10 clients failing at once with --attempts 2 and a cap over the budget less --min-ms, those whose draw leaves room (about 3 in 4) must wait and make their second attempt (a correct tool fails this with probability under 1e-6)", "", true},
 	{"retry_floor", "an attempt must not start with less than --min-ms left: 100 ms calls, a 1000 ms budget and --min-ms 700 allow at most 4 attempts at the partner, then stopped_reason budget", "", true},
 	{"retry_read_left", "each attempt's read limit must be the budget left, not the whole budget: a 700 ms call failing once under 1000 ms must have its second attempt cut (ok false, stopped_reason budget, within 1700 ms)", "", true},
 	{"retry_elapsed_honest", "retry's elapsed_ms must agree with the grader's clock and the partner's: at most its process's wall time (+2 ms), at least from the first attempt's arrival to the answer before the last attempt, and at least half the wall time less 300 ms", "", true},
 
-	{"retry_model", "every field of every retry run (recovering, out of attempts, stopped by the budget, by the floor, no optional flags, the blackhole under budgets above and below the connect limit, and a seeded random set) must be what the contract makes of that run: ok, attempts (as many as the partner received), waits_ms (one fewer, each within its cap, paid from the budget, fitting between the partner's arrivals), stopped_reason and elapsed_ms", "", true},
+	{"retry_model", "every field of every retry run (recovering, out of attempts, stopped by the budget, by the floor, no optional flags, the blackhole under budgets above and below the connect limit, and cases drawn from every partner behaviour, --min-ms relation and size of cap) must be what the contract makes of that run: ok, attempts (as many as the partner received), waits_ms (one fewer, each within its cap, paid from the budget, fitting between the partner's arrivals), stopped_reason and elapsed_ms", "", true},
 
 	{"build_fanout", "fanout/ must build with go build", "", true},
 	{"fanout_json", `fanout must print {"calls":[{"sent_budget_ms","received","elapsed_ms"}],...} with --n calls`, "", true},

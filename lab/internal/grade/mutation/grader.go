@@ -28,6 +28,9 @@ func (g *Grader) Accept(req grade.Request) error {
 	if req.Variant != "" {
 		return fmt.Errorf("--variant is for measured exercises (E15): it swaps a broken variant of the reference tools into the answer; %s is checked with mutants", l.Exercise())
 	}
+	if req.Seed != 0 || req.Case != "" {
+		return fmt.Errorf("--seed and --case are for measured exercises (E15), whose cases are drawn; %s is checked with mutants", l.Exercise())
+	}
 	if err := hasGoFiles(req); err != nil {
 		return err
 	}

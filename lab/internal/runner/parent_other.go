@@ -1,0 +1,7 @@
+//go:build !unix && !windows
+
+package runner
+
+func endWithParent() {}
+
+func parentGone() <-chan struct{} { return nil }
