@@ -53,7 +53,8 @@ func TestControlEndpointsAnswerOnlyALoopbackHost(t *testing.T) {
 
 // A web page can send a simple POST to any origin without asking (a form,
 // a no-cors fetch): POST /reset must refuse every request such a page can
-// send, and take the one a program or the lab's own page sends.
+// send, and take the one a program (curl -X POST, lab reset) or the lab's
+// own page sends.
 func TestResetRefusesWhatAnotherOriginCanSend(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, provider.Options{})
@@ -66,7 +67,12 @@ func TestResetRefusesWhatAnotherOriginCanSend(t *testing.T) {
 		code    string
 		headers []string
 	}{
-		{"no Content-Type (a no-cors fetch without a body, curl -X POST)", 415, "json_required", nil},
+		{"a no-cors fetch without a body, cross-site", 403, "cross_origin", []string{"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "no-cors", "Origin", "http://localhost:8000"}},
+		{"an older browser's no-cors fetch without a body", 403, "cross_origin", []string{"Origin", "http://localhost:8000"}},
+		{"a browser that says same-origin but sends no Content-Type", 415, "json_required", []string{"Sec-Fetch-Site", "same-origin"}},
+		{"only a Sec-Fetch-Mode, no Content-Type", 415, "json_required", []string{"Sec-Fetch-Mode", "no-cors"}},
+		{"only a Referer, no Content-Type", 415, "json_required", []string{"Referer", "http://localhost:8000/"}},
+		{"an empty body with curl -d ''", 415, "json_required", []string{"Content-Type", "application/x-www-form-urlencoded"}},
 		{"text/plain (a no-cors fetch with a string body)", 415, "json_required", []string{"Content-Type", "text/plain;charset=UTF-8"}},
 		{"a form", 415, "json_required", []string{"Content-Type", "application/x-www-form-urlencoded"}},
 		{"a multipart form", 415, "json_required", []string{"Content-Type", "multipart/form-data; boundary=x"}},
@@ -97,7 +103,8 @@ func TestResetRefusesWhatAnotherOriginCanSend(t *testing.T) {
 		t.Errorf("after %d refused resets the lab counts %d requests, want 1", len(refused), st.Total)
 	}
 	accepted := [][]string{
-		{"Content-Type", "application/json"},                                  // lab reset, curl -H
+		nil,                                  // curl -X POST: no browser header, no Content-Type
+		{"Content-Type", "application/json"}, // lab reset, curl -H
 		{"Content-Type", "application/json; charset=utf-8"},                   // a parameter is fine
 		{"Content-Type", "application/json", "Sec-Fetch-Site", "same-origin"}, // the dashboard's button
 		{"Content-Type", "application/json", "Origin", "http://127.0.0.1:9101"},
@@ -112,5 +119,14 @@ func TestResetRefusesWhatAnotherOriginCanSend(t *testing.T) {
 	}
 	if st := s.stats(); st.Total != 0 {
 		t.Errorf("after an accepted reset the lab counts %d requests, want 0", st.Total)
+	}
+	// A plain POST with no header at all (curl -X POST, as the source
+	// course resets before every round of figures) resets too.
+	s.get("/quotes/atlas?sku=KB-001")
+	if r, err := s.do(t.Context(), http.MethodPost, "/reset"); err != nil || r.status != 200 || r.body != "{\"ok\":true}\n" {
+		t.Fatalf("a plain POST /reset: %v %d %s, want 200 {\"ok\":true}", err, r.status, r.body)
+	}
+	if st := s.stats(); st.Total != 0 {
+		t.Errorf("after a plain POST /reset the lab counts %d requests, want 0", st.Total)
 	}
 }

@@ -155,6 +155,11 @@ func (p *Provider) CloseStreams() { p.streams.closeOnce.Do(func() { close(p.stre
 // something changed (looked at every StreamInterval), and at least one a
 // second.
 func (p *Provider) stream(w http.ResponseWriter, r *http.Request) {
+	if fromOtherOrigin(r) { // before a slot is taken: a page elsewhere must not hold them
+		writeError(w, http.StatusForbidden, "cross_origin",
+			"/stats/stream is for the lab's own dashboard: a page on another origin (Sec-Fetch-Site or Origin says so) gets no stream")
+		return
+	}
 	select {
 	case <-p.streams.closing:
 		writeError(w, http.StatusServiceUnavailable, "shutting_down", "the lab is stopping")

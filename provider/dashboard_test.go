@@ -437,3 +437,57 @@ func TestStreamDropsClientsThatNeverRead(t *testing.T) {
 		}
 	}
 }
+
+// A page on another origin can make a browser open /stats/stream (an
+// EventSource, an <img>, a fetch in no-cors mode): the lab refuses it before
+// it takes one of the MaxStreams slots, so eight such GETs leave the lab's
+// own dashboard every slot. (They held all eight, and the dashboard got 503.)
+func TestStreamFromAnotherOriginTakesNoSlot(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, provider.Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var held []*http.Response
+	defer func() {
+		for _, r := range held {
+			r.Body.Close()
+		}
+	}()
+	// open opens a stream with headers; a 200 is held open (the caller
+	// counts it), anything else is read and returned.
+	open := func(headers ...string) (ok bool, refused response) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/stats/stream", nil)
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := s.client.Do(req)
+		if err != nil {
+			t.Fatalf("GET /stats/stream %q: %v", headers, err)
+		}
+		if resp.StatusCode == http.StatusOK {
+			held = append(held, resp)
+			return true, response{}
+		}
+		return false, readResponse(t, resp)
+	}
+	for i := range provider.MaxStreams + 2 {
+		headers := []string{"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "cors", "Origin", "http://attacker.example"}
+		if i%2 == 1 {
+			headers = []string{"Origin", "http://localhost:8000"} // an older browser: another port is another origin
+		}
+		if ok, r := open(headers...); ok {
+			t.Errorf("cross-origin stream %d (%q) was let in", i+1, headers)
+		} else {
+			wantError(t, r, http.StatusForbidden, "cross_origin")
+		}
+	}
+	// The dashboard (same origin), and a stream opened by hand (no browser
+	// header, or typed in the address bar), get every slot.
+	for i := range provider.MaxStreams {
+		headers := [][]string{{"Sec-Fetch-Site", "same-origin"}, nil, {"Sec-Fetch-Site", "none"}}[i%3]
+		if ok, r := open(headers...); !ok {
+			t.Fatalf("same-origin stream %d (%q), after %d cross-origin ones: %d %s, want 200", i+1, headers, provider.MaxStreams+2, r.status, r.body)
+		}
+	}
+}

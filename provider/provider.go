@@ -207,9 +207,12 @@ var crossOrigin = http.NewCrossOriginProtection()
 // A request that changes state (any method but GET and HEAD) must also
 //   - come from no other origin: a browser's Sec-Fetch-Site, or its Origin,
 //     must say same-origin (403 cross_origin);
-//   - carry Content-Type: application/json (415 json_required). A page on
-//     another origin can send that only after a CORS preflight, which the
-//     lab never grants; a form or a no-cors fetch cannot send it at all.
+//   - when it carries a browser's headers (Origin, Referer, any Sec-Fetch-*)
+//     or a Content-Type, carry Content-Type: application/json (415
+//     json_required). A page on another origin can send that only after a
+//     CORS preflight, which the lab never grants; a form or a no-cors fetch
+//     cannot send it at all. A program that sends none of these headers
+//     (curl -X POST) is no web page: it needs no Content-Type.
 func controlOnly(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !isLoopback(r.RemoteAddr) {
@@ -228,15 +231,39 @@ func controlOnly(h http.HandlerFunc) http.HandlerFunc {
 					"a control request that changes state must come from the lab's own origin (Sec-Fetch-Site or Origin says it does not)")
 				return
 			}
-			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); (err != nil || mt != "application/json") && !bareClient(r) {
 				writeError(w, http.StatusUnsupportedMediaType, "json_required", fmt.Sprintf(
-					"%s %s needs the header Content-Type: application/json (the body may be empty); got %s",
+					"%s %s with a Content-Type or a browser's headers needs Content-Type: application/json (the body may be empty; a bare curl -X POST needs neither); got %s",
 					r.Method, r.URL.Path, quoted(r.Header.Get("Content-Type"))))
 				return
 			}
 		}
 		h(w, r)
 	}
+}
+
+// bareClient reports whether r carries none of the headers a browser sends
+// with a POST (Origin, Referer, Sec-Fetch-*) and no Content-Type: a program
+// such as curl -X POST, not a web page. Every browser that runs pages today
+// sends Origin (and Sec-Fetch-Site) with a POST, which crossOrigin checks;
+// a form or a fetch with a body has a Content-Type.
+func bareClient(r *http.Request) bool {
+	for name := range r.Header {
+		if name == "Origin" || name == "Referer" || name == "Content-Type" || strings.HasPrefix(name, "Sec-Fetch-") {
+			return false
+		}
+	}
+	return true
+}
+
+// fromOtherOrigin reports whether a browser says r comes from another origin,
+// whatever its method: crossOrigin lets every GET through (a safe method
+// changes nothing), but a /stats/stream holds one of MaxStreams slots for
+// as long as it is open.
+func fromOtherOrigin(r *http.Request) bool {
+	probe := r.WithContext(r.Context()) // a shallow copy: r keeps its method
+	probe.Method = http.MethodPost
+	return crossOrigin.Check(probe) != nil
 }
 
 // isLoopbackHost reports whether a Host header ("name", "name:port",

@@ -23,15 +23,28 @@
 //	    lessons/NN/exercise. Outside a git checkout it copies the working
 //	    tree's files and says so.
 //
-//	course DIR
+//	course DIR [NAME...]
 //	    Copies go.mod, go.sum, checkpoints/ and lessons/ of the repository
-//	    into DIR: a course of the script's own, for an answer that writes
-//	    into the course (scripts run at once share $REPO).
+//	    into DIR, and each NAME (a file or folder at the root: lab, README.md,
+//	    ...): a course of the script's own, for an answer that writes into
+//	    the course (scripts run at once share $REPO).
 //
 //	[!] alive PIDFILE
 //	    Succeeds if a process whose pid PIDFILE holds (one pid a line) still
 //	    runs (a zombie counts as gone); negated, if none does; after letting
 //	    a kill land for up to a second.
+//
+//	[!] running TOKEN
+//	    Succeeds if a process (zombies aside) carries TOKEN in its command
+//	    line (Linux: /proc); negated, if none does, after letting a kill land
+//	    for up to a second.
+//
+//	lines FILE N
+//	    Succeeds if FILE holds exactly N lines that are not empty.
+//
+//	[!] leftover LISTFILE
+//	    Succeeds if a path LISTFILE names (one a line) still exists; negated,
+//	    if none does.
 //
 //	freeport VAR
 //	    Sets $VAR to a port number that was free on 127.0.0.1 a moment ago,
@@ -187,6 +200,9 @@ func TestScripts(t *testing.T) {
 			"starter":   cmdStarter,
 			"course":    cmdCourse,
 			"alive":     cmdAlive,
+			"running":   cmdRunning,
+			"leftover":  cmdLeftover,
+			"lines":     cmdLines,
 			"grab":      cmdGrab,
 			"exclusive": cmdExclusive,
 			"checked":   cmdChecked,
@@ -710,8 +726,8 @@ func copyTree(src, dst string) error {
 // checkpoints, the lessons) from $REPO into DIR: a course of the script's
 // own, for a script whose answer writes into the course.
 func cmdCourse(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: course DIR")
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: course DIR [NAME...]")
 	}
 	repo, dir := ts.Getenv("REPO"), ts.MkAbs(args[0])
 	for _, f := range []string{"go.mod", "go.sum"} {
@@ -720,8 +736,76 @@ func cmdCourse(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(os.MkdirAll(dir, 0o755))
 		ts.Check(os.WriteFile(filepath.Join(dir, f), data, 0o644))
 	}
-	for _, d := range []string{"checkpoints", "lessons"} {
-		ts.Check(copyTree(filepath.Join(repo, d), filepath.Join(dir, d)))
+	for _, d := range append([]string{"checkpoints", "lessons"}, args[1:]...) {
+		from := filepath.Join(repo, d)
+		info, err := os.Stat(from)
+		ts.Check(err)
+		if !info.IsDir() {
+			data, err := os.ReadFile(from)
+			ts.Check(err)
+			ts.Check(os.WriteFile(filepath.Join(dir, d), data, 0o644))
+			continue
+		}
+		ts.Check(copyTree(from, filepath.Join(dir, d)))
+	}
+}
+
+// cmdRunning checks whether a process carries a token in its command line.
+func cmdRunning(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: [!] running TOKEN")
+	}
+	deadline := time.Now().Add(time.Second)
+	for {
+		pids, err := processesWith(args[0])
+		ts.Check(err)
+		switch {
+		case len(pids) > 0 && !neg, len(pids) == 0 && neg:
+			return
+		case time.Now().After(deadline):
+			if neg {
+				ts.Fatalf("%d process(es) with %s in their command line still run: %v", len(pids), args[0], pids)
+			}
+			ts.Fatalf("no process has %s in its command line", args[0])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cmdLines checks how many lines that are not empty a file holds.
+func cmdLines(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: lines FILE N")
+	}
+	want, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	if got := len(strings.Fields(ts.ReadFile(args[0]))); got != want {
+		ts.Fatalf("%s holds %d lines, want %d", args[0], got, want)
+	}
+}
+
+// cmdLeftover checks whether a path a list file names still exists.
+func cmdLeftover(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: [!] leftover LISTFILE")
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	var left []string
+	paths := strings.Fields(string(data))
+	if len(paths) == 0 {
+		ts.Fatalf("%s names no path", args[0])
+	}
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil {
+			left = append(left, p)
+		}
+	}
+	switch {
+	case neg && len(left) > 0:
+		ts.Fatalf("%d of the %d paths are still there: %v", len(left), len(paths), left)
+	case !neg && len(left) == 0:
+		ts.Fatalf("none of the %d paths is there", len(paths))
 	}
 }
 

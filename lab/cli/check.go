@@ -73,8 +73,30 @@ func runChecked(ctx context.Context, c checkRequest, stderr io.Writer) report.Re
 		fmt.Fprintf(stderr, "lab check: %s (a first build takes longer)...\n", c.grader.Doing())
 	})
 	defer slow.Stop()
-	defer runner.Sweep() // nothing the answer started outlives the check
-	return c.grader.Check(ctx)
+	r := c.grader.Check(ctx)
+	sweptAfter(&r, c.req.Again(), runner.Sweep)
+	return r
+}
+
+// sweptAfter kills whatever is still left of the check's runs (nothing the
+// answer started outlives the check) and says so in the report: what a run
+// left is found when that run ends, so anything found now had hidden
+// itself (it carried the mark of a run still going), and the check fails.
+func sweptAfter(r *report.Report, again string, sweep func() (killed, left int)) {
+	killed, left := sweep()
+	if killed == 0 && left == 0 {
+		return
+	}
+	s := fmt.Sprintf("when the check ended, %d process(es) the answer started were still running, though every run had ended; lab killed them", killed)
+	if left > 0 {
+		s = fmt.Sprintf("when the check ended, %d process(es) the answer started were still running, though every run had ended; lab killed %d, and %d still ran after %s of killing", killed+left, killed, left, runner.SweepBound)
+	}
+	r.Notes = append(r.Notes, s+".")
+	if r.Verdict == report.Passed {
+		r.Verdict, r.OK = report.Failed, false
+		r.Summary = "the answer left processes running (see the notes): an answer waits for everything it starts."
+		r.Next = "wait for every process the answer starts, and stop it before the answer exits, then run `" + again + "` again"
+	}
 }
 
 // checkOptions parses lab check's arguments into a request and has the

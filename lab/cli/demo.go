@@ -14,18 +14,25 @@ import (
 // runDemo runs a lesson page's experiments end to end.
 func runDemo(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("demo", "NN [NAME]", stderr)
+	help, lesson := demoHelpAsked(args)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab demo NN [NAME]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Runs an experiment a lesson page shows, end to end: it builds the checkpoint (and the mutant")
-		fmt.Fprintln(stderr, "it compares with), starts the provider lab, the QuoteFlow processes and a redis-server (the")
-		fmt.Fprintln(stderr, "embedded stand-in when there is none) on free loopback ports, prints the page's table, and")
-		fmt.Fprintln(stderr, "stops everything it started, on Ctrl-C, a hangup or a closed output too (on Linux, even when")
-		fmt.Fprintln(stderr, "lab is killed outright). Without NAME, every demo of the lesson, in page order.")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "demos:")
+		w := stderr // a usage error's; asked for, the help is the answer: stdout
+		if help {
+			w = stdout
+		}
+		fmt.Fprintln(w, "usage: lab demo NN [NAME]")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Runs an experiment a lesson page shows, end to end: it builds the checkpoint (and the mutant")
+		fmt.Fprintln(w, "it compares with), starts the provider lab, the QuoteFlow processes and a redis-server (the")
+		fmt.Fprintln(w, "embedded stand-in when there is none) on free loopback ports, prints the page's table, and")
+		fmt.Fprintln(w, "stops everything it started, on Ctrl-C, a hangup or a closed output too (on Linux, even when")
+		fmt.Fprintln(w, "lab is killed outright). Without NAME, every demo of the lesson, in page order.")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "demos:")
 		for _, d := range demo.All {
-			fmt.Fprintf(stderr, "  lab demo %d %-16s %s\n", d.Lesson, d.Name, d.Summary)
+			if lesson == 0 || d.Lesson == lesson {
+				fmt.Fprintf(w, "  lab demo %d %-16s %s\n", d.Lesson, d.Name, d.Summary)
+			}
 		}
 	}
 	pos, code, ok := parseArgs(fs, args)
@@ -67,6 +74,22 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
+}
+
+// demoHelpAsked reports whether args ask for the help (-h, --help), and the
+// lesson of `lab demo NN --help` when NN has demos (0: every lesson's).
+func demoHelpAsked(args []string) (help bool, lesson int) {
+	for _, a := range args {
+		switch a {
+		case "-h", "-help", "--h", "--help":
+			help = true
+		default:
+			if n, err := strconv.Atoi(a); err == nil && lesson == 0 && len(demo.Find(n, "")) > 0 {
+				lesson = n
+			}
+		}
+	}
+	return help, lesson
 }
 
 // Demo runs one demo in a fresh environment that it stops afterwards. It

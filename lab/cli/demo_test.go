@@ -2,13 +2,18 @@ package cli
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"quoteflowlab.dev/lab/internal/demo"
+	"quoteflowlab.dev/lab/internal/load"
 )
 
 // TestDemoAndLoadHelpListEverything: `lab demo --help` names every demo,
@@ -23,13 +28,31 @@ func TestDemoAndLoadHelpListEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range demo.All {
-		if !strings.Contains(errb.String(), "lab demo "+strconv.Itoa(d.Lesson)+" "+d.Name) {
-			t.Errorf("lab demo --help does not list %d %s:\n%s", d.Lesson, d.Name, errb.String())
+		if !strings.Contains(out.String(), "lab demo "+strconv.Itoa(d.Lesson)+" "+d.Name) {
+			t.Errorf("lab demo --help does not list %d %s on stdout:\n%s", d.Lesson, d.Name, out.String())
 		}
 		if !strings.Contains(string(readme), "`"+d.Name+"`") {
 			t.Errorf("README.md does not name the demo `%s` (lesson %d)", d.Name, d.Lesson)
 		}
 	}
+	// lab demo NN --help: lesson NN's demos only, on stdout (the help is
+	// the answer), nothing on stderr.
+	for _, lesson := range []int{16, 17, 18} {
+		for _, args := range [][]string{{"demo", strconv.Itoa(lesson), "--help"}, {"demo", "-h", strconv.Itoa(lesson)}} {
+			out.Reset()
+			errb.Reset()
+			if code := Main(args, &out, &errb); code != 0 || errb.Len() != 0 {
+				t.Errorf("lab %s: exit %d, stderr %q; want 0 and the help on stdout", strings.Join(args, " "), code, errb.String())
+			}
+			for _, d := range demo.All {
+				listed := strings.Contains(out.String(), "lab demo "+strconv.Itoa(d.Lesson)+" "+d.Name)
+				if listed != (d.Lesson == lesson) {
+					t.Errorf("lab %s lists lesson %d's %s: %v, want %v", strings.Join(args, " "), d.Lesson, d.Name, listed, d.Lesson == lesson)
+				}
+			}
+		}
+	}
+	out.Reset()
 	errb.Reset()
 	if code := Main([]string{"load", "--help"}, &out, &errb); code != 0 {
 		t.Fatalf("lab load --help: exit %d", code)
@@ -45,6 +68,50 @@ func TestDemoAndLoadHelpListEverything(t *testing.T) {
 }
 
 func TestLoadUsageErrors(t *testing.T) {
+	// A target that counts what reaches it: a refused run sends nothing.
+	var reached atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		w.Write([]byte("{}"))
+	}))
+	defer srv.Close()
+	quote := func(more ...string) []string {
+		return append([]string{"load", "quote", "--target", srv.URL}, more...)
+	}
+	for _, c := range []struct {
+		says string // the first line names this
+		args []string
+	}{
+		{"--rate 0.0001", quote("--rate", "0.0001", "--requests", "1")}, // rounded to no pacing at all
+		{"--rate 0.001", quote("--rate", "0.001", "--requests", "1")},   // one request every 1000 s
+		{"--rate 1e+10", quote("--rate", "1e10", "--requests", "1")},    // panicked: an interval of 0 ns
+		{"--rate 1e+300", quote("--rate", "1e300", "--requests", "1")},  // panicked
+		{"--rate NaN", quote("--rate", "NaN", "--requests", "1")},
+		{"--rate +Inf", quote("--rate", "Inf", "--requests", "1")},
+		{"--rate -Inf", quote("--rate", "-Inf", "--requests", "1")},
+		{"-rate: value out of range", quote("--rate", "1e400", "--requests", "1")},
+		{"past --duration 5s", quote("--rate", "0.1", "--duration", "5s")},                   // the first request would go after 10 s
+		{"--concurrency -1", quote("--rate", "5", "--concurrency", "-1", "--requests", "1")}, // ignored before
+		{"--concurrency 100000", quote("--concurrency", "100000", "--requests", "1")},
+		{"--timeout -1s", quote("--concurrency", "1", "--requests", "1", "--timeout", "-1s")}, // became 30 s
+		{"--timeout 0s", quote("--concurrency", "1", "--requests", "1", "--timeout", "0")},
+		{"no path, query", quote("--concurrency", "1", "--requests", "1", "--target", srv.URL+"?x=1")}, // sent to srv?x=1/api/quotes: 404
+		{"no path, query", quote("--concurrency", "1", "--requests", "1", "--target", srv.URL+"/?x=1")},
+		{"no path, query", quote("--concurrency", "1", "--requests", "1", "--target", srv.URL+"?")},
+		{"no path, query", quote("--concurrency", "1", "--requests", "1", "--target", srv.URL+"#top")},
+		{"no path, query", quote("--concurrency", "1", "--requests", "1", "--target", "http://u:p@"+strings.TrimPrefix(srv.URL, "http://"))},
+		{"no path, query", quote("--concurrency", "1", "--requests", "1", "--provider", srv.URL+"?x=1")},
+	} {
+		var out, errb bytes.Buffer
+		code := Main(c.args, &out, &errb)
+		first, _, _ := strings.Cut(errb.String(), "\n")
+		if code != 2 || !strings.Contains(first, c.says) {
+			t.Errorf("lab %s: exit %d, first line %q; want 2 (usage error) and a line that says %q", strings.Join(c.args, " "), code, first, c.says)
+		}
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("refused runs sent %d requests, want 0", n)
+	}
 	for _, args := range [][]string{
 		{"load"},
 		{"load", "basket", "--concurrency", "2", "--requests", "1"},                                    // no --lines
@@ -57,6 +124,38 @@ func TestLoadUsageErrors(t *testing.T) {
 		var out, errb bytes.Buffer
 		if code := Main(args, &out, &errb); code != 2 {
 			t.Errorf("lab %s: exit %d, want 2 (usage error)\n%s", strings.Join(args, " "), code, errb.String())
+		}
+	}
+}
+
+// A run where no request got an answer failed: exit 1, and a line that says
+// so (it exited 0 when every request ended in "connection refused").
+func TestLoadToADeadTargetFails(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	dead := srv.URL
+	srv.Close() // nothing listens there now
+	var out, errb bytes.Buffer
+	code := Main([]string{"load", "quote", "--target", dead, "--concurrency", "2", "--requests", "4"}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "none of the 4 requests was answered") {
+		t.Errorf("lab load to a dead target: exit %d, stderr %q; want 1 and \"none of the 4 requests was answered\"\n%s", code, errb.String(), out.String())
+	}
+	if !strings.Contains(out.String(), "statuses:      error 4") {
+		t.Errorf("the report should still show the 4 transport errors:\n%s", out.String())
+	}
+}
+
+// The progress line never says "7.0 s of 5 s": once sending stopped, it
+// says how many answers it still waits for.
+func TestLoadProgressLineOnceSendingStopped(t *testing.T) {
+	for _, c := range []struct {
+		p    load.Progress
+		want string
+	}{
+		{load.Progress{Sent: 40, Answered: 32, Elapsed: 2500 * time.Millisecond, Sending: true}, "lab load: 40 sent, 32 answered, 2.5 s of 5s"},
+		{load.Progress{Sent: 50, Answered: 42, Elapsed: 7 * time.Second, Sending: false}, "lab load: all 50 sent; waiting for 8 in flight (7.0 s)"},
+	} {
+		if got := progressLine(c.p, 5*time.Second); got != c.want {
+			t.Errorf("progressLine(%+v) = %q, want %q", c.p, got, c.want)
 		}
 	}
 }

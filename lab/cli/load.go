@@ -22,11 +22,11 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	target := fs.String("target", "http://127.0.0.1:9100", "QuoteFlow base `URL`s, comma-separated, sent to round robin")
 	lines := fs.Int("lines", 0, "basket: `N` lines per basket (1 to 50)")
 	scenario := fs.String("scenario", "normal", "provider scenario the request names (normal, slow, outage, ratelimited, flaky, ...)")
-	conc := fs.Int("concurrency", 0, "keep `N` requests in flight: each answer starts the next")
-	rate := fs.Float64("rate", 0, "send `R` requests per second, however slow the answers")
+	conc := fs.Int("concurrency", 0, fmt.Sprintf("keep `N` requests in flight (1 to %d): each answer starts the next", load.MaxConcurrency))
+	rate := fs.Float64("rate", 0, fmt.Sprintf("send `R` requests per second (%g to %d), however slow the answers", load.MinRate, load.MaxRate))
 	dur := fs.Duration("duration", 0, "stop sending after `D` (e.g. 10s)")
 	reqs := fs.Int("requests", 0, "stop after `N` requests (with --duration: whichever comes first)")
-	timeout := fs.Duration("timeout", 30*time.Second, "one request's limit")
+	timeout := fs.Duration("timeout", 30*time.Second, "one request's limit (positive)")
 	prov := fs.String("provider", "", "provider lab base `URL` (e.g. "+providerDefaultURL+"): print its /stats difference over the run")
 	reset := fs.Bool("reset", false, "with --provider: POST /reset first, so max_active is this run's own peak (zeroes everyone's counters)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
@@ -63,6 +63,9 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	if *reset && *prov == "" {
 		return usageError(fs, stderr, "--reset needs --provider URL")
 	}
+	if *timeout <= 0 {
+		return usageError(fs, stderr, "--timeout %s: want a positive duration (one request's limit)", *timeout)
+	}
 	if err := cfg.Validate(); err != nil {
 		return usageError(fs, stderr, "%v", err)
 	}
@@ -71,15 +74,10 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	progress := false
 	if f, ok := stderr.(*os.File); ok && watch.IsTerminal(f) && (cfg.Duration > 2*time.Second || cfg.Duration == 0) {
 		progress = true
-		cfg.Progress = func(done int, elapsed time.Duration) {
-			if elapsed < 2*time.Second {
-				return
+		cfg.Progress = func(p load.Progress) {
+			if p.Elapsed >= 2*time.Second {
+				fmt.Fprintf(stderr, "\r%-70s", progressLine(p, cfg.Duration))
 			}
-			line := fmt.Sprintf("lab load: %d answered, %.1f s", done, elapsed.Seconds())
-			if cfg.Duration > 0 {
-				line += fmt.Sprintf(" of %.0f s", cfg.Duration.Seconds())
-			}
-			fmt.Fprintf(stderr, "\r%-60s", line)
 		}
 	}
 	rep, err := load.Run(ctx, cfg)
@@ -97,9 +95,26 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	} else {
 		rep.Text(stdout)
 	}
-	if rep.Requests == 0 {
-		fmt.Fprintln(stderr, "lab load: no request was answered")
+	switch {
+	case rep.Requests == 0:
+		fmt.Fprintln(stderr, "lab load: no request was sent")
+		return 1
+	case rep.Answered() == 0:
+		fmt.Fprintf(stderr, "lab load: none of the %d requests was answered (is QuoteFlow running at %s?)\n", rep.Requests, rep.Target)
 		return 1
 	}
 	return 0
+}
+
+// progressLine is the progress line: while the run sends, how far it is;
+// once it stopped sending, how many answers it still waits for.
+func progressLine(p load.Progress, duration time.Duration) string {
+	if !p.Sending {
+		return fmt.Sprintf("lab load: all %d sent; waiting for %d in flight (%.1f s)", p.Sent, p.Sent-p.Answered, p.Elapsed.Seconds())
+	}
+	line := fmt.Sprintf("lab load: %d sent, %d answered, %.1f s", p.Sent, p.Answered, p.Elapsed.Seconds())
+	if duration > 0 {
+		line += fmt.Sprintf(" of %s", duration)
+	}
+	return line
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -30,6 +29,9 @@ func runWaterfall(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseProviderFlags(fs, args); !ok {
 		return code
 	}
+	if *wantStatus < 100 || *wantStatus > 599 {
+		return usageError(fs, stderr, "--status %d: want an HTTP status from 100 to 599 (e.g. 429, 503)", *wantStatus)
+	}
 	if *basket != "" {
 		if *id != "" {
 			return usageError(fs, stderr, "give --id or --basket, not both")
@@ -45,7 +47,7 @@ func runWaterfall(args []string, stdout, stderr io.Writer) int {
 		return usageError(fs, stderr, "--id is required: the X-Request-ID whose attempts to draw")
 	case len(*id) > provider.MaxKeyBytes:
 		return usageError(fs, stderr, "--id is %d bytes; the lab keeps IDs of at most %d", len(*id), provider.MaxKeyBytes)
-	case !(*deadline >= 0 && *deadline <= 86400000) || math.IsInf(*deadline, 0):
+	case !(*deadline >= 0 && *deadline <= 86400000): // NaN and infinities fail it too
 		return usageError(fs, stderr, "--deadline-ms must be a number of ms from 0 to 86400000 (got %v)", *deadline)
 	}
 	if u, err := url.Parse(*base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

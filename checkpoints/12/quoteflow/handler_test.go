@@ -1,6 +1,7 @@
 package quoteflow
 
 import (
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -83,5 +84,20 @@ func TestRoutingErrorsAreJSON(t *testing.T) {
 				t.Errorf("detail = %q, want a sentence naming %s", got, c.path)
 			}
 		})
+	}
+}
+
+// An answer that cannot be encoded is a 500 that says why, never the
+// intended status with an empty body.
+func TestWriteJSONNeverAnswersAnEmptyBody(t *testing.T) {
+	rec := httptest.NewRecorder()
+	writeJSON(rec, http.StatusOK, map[string]float64{"tokens": math.NaN()})
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), `"reason":"the answer could not be encoded as JSON: json: unsupported value: NaN"`) {
+		t.Errorf("writeJSON of a NaN: %d %q, want 500 with the reason", rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	writeJSON(rec, http.StatusAccepted, map[string]string{"detail": "<ok>"})
+	if rec.Code != http.StatusAccepted || rec.Body.String() != "{\"detail\":\"\\u003cok\\u003e\"}\n" || rec.Header().Get("Content-Type") != "application/json" {
+		t.Errorf("writeJSON of a value: %d %q %q, want 202 and the value as JSON, one line", rec.Code, rec.Body, rec.Header().Get("Content-Type"))
 	}
 }

@@ -70,9 +70,8 @@ type Lesson struct {
 	Title  string        // working title; the page's heading wins when present
 	Task   string        // what its exercise asks, in one line
 	Method report.Method // how the exercise is graded
-	// Redis: lab check starts one redis-server for the whole check and
-	// gives every run of the answer an empty database of its own on it
-	// (LAB_REDIS_URL), instead of each run starting a server.
+	// Redis: lab check starts a redis-server for every run of the answer
+	// and gives it in LAB_REDIS_URL, so that no run starts one itself.
 	Redis bool
 }
 

@@ -7,51 +7,96 @@ import (
 	"testing"
 )
 
-// What an answer changes, adds or removes where grading looks is named and
-// put back; what it writes elsewhere (its own folder) is not the guard's.
+// Whatever an answer changes, adds or removes anywhere in the course is
+// named and put back: the checkpoints, lab itself, the provider, a page,
+// another lesson's folder, git's hooks; the folders it made go too. What it
+// writes in its own folder, lab's state, git's objects, what .gitignore
+// lists and an editor's swap file are not the guard's.
 func TestGuardRestoresTheCourse(t *testing.T) {
 	root := t.TempDir()
 	files := map[string]string{
+		".gitignore":                       "/.lab/\n*.test\nquoteflow-data/\n/exercise\n",
 		"go.mod":                           "module quoteflowlab.dev\n",
+		"README.md":                        "# the course\n",
 		"checkpoints/13/quoteflow/a.go":    "package quoteflow\n",
 		"lessons/13/mutants/m.txtar":       "kind: mutant\n",
 		"lessons/12/exercise/main.go":      "package main\n",
+		"lessons/16/exercise/main.go":      "package main\n",
 		"checkpoints/14/quoteflow/gone.go": "package quoteflow\n",
+		"lab/main.go":                      "package main\n",
+		".git/config":                      "[core]\n",
+		".git/objects/ab/cdef":             "blob\n",
 	}
 	for name, body := range files {
 		p := filepath.Join(root, filepath.FromSlash(name))
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, []byte(body), 0o644)
 	}
-	g, err := NewGuard(root)
+	answer := filepath.Join(root, "lessons", "12", "exercise")
+	g, err := NewGuard(root, answer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := g.Restore(); len(got) != 0 {
 		t.Fatalf("nothing changed, yet the guard says %v", got)
 	}
-	os.WriteFile(filepath.Join(root, "checkpoints/13/quoteflow/a.go"), []byte("package quoteflow // evil\n"), 0o644)
-	os.WriteFile(filepath.Join(root, "checkpoints/13/extra.txt"), []byte("hi"), 0o644)
-	os.WriteFile(filepath.Join(root, "lessons/13/mutants/m.txtar"), []byte("kind: wheat\n"), 0o644)
+	write := func(name, body string) {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("checkpoints/13/quoteflow/a.go", "package quoteflow // evil\n")
+	write("checkpoints/13/extra.txt", "hi")
+	write("lessons/13/mutants/m.txtar", "kind: wheat\n")
 	os.Remove(filepath.Join(root, "checkpoints/14/quoteflow/gone.go"))
-	os.WriteFile(filepath.Join(root, "lessons/12/exercise/main.go"), []byte("package main // mine\n"), 0o644)
+	write("README.md", "# the course, and the answer was here\n")
+	write("lab/evil.go", "package main // the answer's code\n")
+	write("provider/evil/evil.go", "package evil\n")
+	write("lessons/16/exercise/main.go", "package main // the answer was here\n")
+	write(".git/hooks/pre-commit", "#!/bin/sh\n")
+	write(".gitignore", "*\n")
+	// Not the guard's:
+	write("lessons/12/exercise/main.go", "package main // mine\n")
+	write("lessons/12/exercise/data/out.json", "{}")
+	write(".lab/cache/x", "cache")
+	write(".git/objects/ab/cdef", "another blob\n")
+	write("lessons/16/exercise/.main.go.swp", "vim")
+	write("lessons/16/exercise/main.go~", "backup")
+	write("lab/lab.test", "binary")
+	write("quoteflow-data/baskets.db", "data")
 
 	got := g.Restore()
-	want := []string{"checkpoints/13/extra.txt", "checkpoints/13/quoteflow/a.go", "checkpoints/14/quoteflow/gone.go", "lessons/13/mutants/m.txtar"}
+	want := []string{
+		".git/hooks/pre-commit", ".gitignore", "README.md",
+		"checkpoints/13/extra.txt", "checkpoints/13/quoteflow/a.go", "checkpoints/14/quoteflow/gone.go",
+		"lab/evil.go", "lessons/13/mutants/m.txtar", "lessons/16/exercise/main.go", "provider/evil/evil.go",
+	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("Restore = %v; want %v", got, want)
 	}
 	for name, body := range files {
 		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
-		if name == "lessons/12/exercise/main.go" {
+		switch name {
+		case "lessons/12/exercise/main.go":
 			body = "package main // mine\n" // the answer's own folder is not guarded
+		case ".git/objects/ab/cdef":
+			body = "another blob\n"
 		}
 		if err != nil || string(data) != body {
 			t.Errorf("%s = %q, %v; want %q", name, data, err, body)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(root, "checkpoints/13/extra.txt")); !os.IsNotExist(err) {
-		t.Errorf("the added file is still there (%v)", err)
+	for _, gone := range []string{"checkpoints/13/extra.txt", "lab/evil.go", "provider", ".git/hooks"} {
+		if _, err := os.Stat(filepath.Join(root, gone)); !os.IsNotExist(err) {
+			t.Errorf("%s, added, is still there (%v)", gone, err)
+		}
+	}
+	for _, kept := range []string{"lessons/12/exercise/data/out.json", "lessons/16/exercise/.main.go.swp", "lessons/16/exercise/main.go~", "lab/lab.test", "quoteflow-data/baskets.db"} {
+		if _, err := os.Stat(filepath.Join(root, kept)); err != nil {
+			t.Errorf("%s, not the guard's, is gone (%v)", kept, err)
+		}
 	}
 	if got := g.Restore(); len(got) != 0 {
 		t.Fatalf("after a restore, the guard still says %v", got)
@@ -131,5 +176,49 @@ func TestGuardFindsAChangeThatHidesItsTime(t *testing.T) {
 		if data, _ := os.ReadFile(file); string(data) != body {
 			t.Fatalf("round %d: not put back: %q", round, data)
 		}
+	}
+}
+
+// A file over 1 MB (a student's binary) is not copied into memory: a change
+// to it is named but cannot be put back, and a new one is moved whole into
+// the folder of kept versions.
+func TestGuardNamesLargeFilesItCannotKeep(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("LAB_STATE_DIR", filepath.Join(t.TempDir(), "state"))
+	big := make([]byte, maxCopied+1)
+	bin := filepath.Join(root, "checkpoints", "17", "quoteflow")
+	os.MkdirAll(filepath.Dir(bin), 0o755)
+	if err := os.WriteFile(bin, big, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewGuard(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Restore(); len(got) != 0 {
+		t.Fatalf("nothing changed, yet the guard says %v", got)
+	}
+	big[0] = 1
+	if err := os.WriteFile(bin, big, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	added := filepath.Join(root, "lab", "big.bin")
+	os.MkdirAll(filepath.Dir(added), 0o755)
+	if err := os.WriteFile(added, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := g.Restore()
+	want := []string{"checkpoints/17/quoteflow (over 1 MB: lab kept no copy to put back)", "lab/big.bin"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Restore = %q; want %q", got, want)
+	}
+	if _, err := os.Stat(added); !os.IsNotExist(err) {
+		t.Errorf("the large file added is still in the course (%v)", err)
+	}
+	if data, err := os.ReadFile(filepath.Join(g.KeptIn(), "lab", "big.bin")); err != nil || len(data) != len(big) {
+		t.Errorf("the large file added was not kept whole: %d bytes, %v", len(data), err)
+	}
+	if got := g.Restore(); len(got) != 0 {
+		t.Fatalf("after a restore, the guard still says %v", got)
 	}
 }

@@ -37,13 +37,35 @@ type Config struct {
 	Rate        float64       // requests per second (0: concurrency-driven)
 	Duration    time.Duration // stop sending after this long (0: only Requests)
 	Requests    int           // stop after this many (0: only Duration)
-	Timeout     time.Duration // one request's limit
+	Timeout     time.Duration // one request's limit (0: 30 s)
 	Provider    string        // provider lab base URL for /stats ("" for none)
 	Reset       bool          // POST /reset on the provider first, so max_active is this run's
-	// Progress, when set, is called about every 250 ms with the requests
-	// answered so far and the time since the start.
-	Progress func(done int, elapsed time.Duration)
+	// Progress, when set, is called about every 250 ms while the run lasts,
+	// from one goroutine.
+	Progress func(Progress)
 }
+
+// Progress is where a run stands.
+type Progress struct {
+	Sent     int           // requests sent so far
+	Answered int           // requests that came back (an answer or a transport error)
+	Elapsed  time.Duration // since the start
+	// Sending is false once the duration or the request count is reached:
+	// what is left is waiting for the Sent-Answered requests in flight.
+	Sending bool
+}
+
+// Limits of a run: what the pacer can keep and what makes sense on one
+// machine.
+const (
+	// MinRate is the slowest --rate: one request every 100 s.
+	MinRate = 0.01
+	// MaxRate is the fastest --rate: beyond it this machine's own sender,
+	// not the rate, sets the pace (and every slow answer holds a connection).
+	MaxRate = 1000
+	// MaxConcurrency is the most requests kept in flight at once.
+	MaxConcurrency = 1000
+)
 
 // SKUs a basket's lines cycle through (each in the provider's catalog).
 var SKUs = []string{"KB-001", "KB-002", "MS-010"}
@@ -213,39 +235,51 @@ func (c Config) Validate() error {
 		return fmt.Errorf("request %q: want quote or basket", c.Request)
 	case c.Request == "basket" && (c.Lines < 1 || c.Lines > 50):
 		return fmt.Errorf("--lines %d: a basket holds 1 to 50 lines", c.Lines)
-	case c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0):
-		return fmt.Errorf("--rate %v: want a number of requests per second above 0", c.Rate)
+	case c.Rate != 0 && !(c.Rate >= MinRate && c.Rate <= MaxRate): // NaN fails both
+		return fmt.Errorf("--rate %v: want requests per second from %g (one every %g s) to %g", c.Rate, MinRate, 1/MinRate, float64(MaxRate))
+	case c.Concurrency < 0 || c.Concurrency > MaxConcurrency:
+		return fmt.Errorf("--concurrency %d: want 1 to %d requests in flight at once", c.Concurrency, MaxConcurrency)
 	case c.Rate == 0 && c.Concurrency < 1:
 		return errors.New("give --concurrency N (requests in flight at once) or --rate R (requests per second)")
 	case c.Rate > 0 && c.Concurrency > 0:
 		return errors.New("--rate and --concurrency drive the run two different ways: give one")
-	case c.Duration <= 0 && c.Requests <= 0:
-		return errors.New("give --duration D or --requests N (or both: whichever comes first)")
 	case c.Duration < 0 || c.Requests < 0:
 		return errors.New("--duration and --requests must not be negative")
+	case c.Duration == 0 && c.Requests == 0:
+		return errors.New("give --duration D or --requests N (or both: whichever comes first)")
+	case c.Rate > 0 && c.Duration > 0 && interval(c.Rate) > c.Duration:
+		return fmt.Errorf("--rate %v sends its first request after %s, past --duration %s: nothing would be sent", c.Rate, interval(c.Rate), c.Duration)
+	case c.Timeout < 0:
+		return fmt.Errorf("--timeout %s: want a positive duration", c.Timeout)
 	}
 	for _, t := range append(slices.Clone(c.Targets), c.Provider) {
 		if t == c.Provider && t == "" {
 			continue
 		}
-		if !Loopback(t) {
-			return fmt.Errorf("%q: want a loopback base URL like http://127.0.0.1:9100 (the lab sends load to this machine only)", t)
+		if err := CheckBase(t); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// Loopback reports whether base is an http(s) URL of a loopback host.
-func Loopback(base string) bool {
+// CheckBase accepts an http(s) base URL of a loopback host: no path (but
+// "/"), query, fragment or user, since the request's path is added to it.
+func CheckBase(base string) error {
 	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
-		return false
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
+		return fmt.Errorf("%q: want a base URL like http://127.0.0.1:9100", base)
+	case u.Path != "" && u.Path != "/", u.RawQuery != "" || u.ForceQuery, u.Fragment != "", u.User != nil:
+		return fmt.Errorf("%q: want a base URL with no path, query, fragment or user, like http://127.0.0.1:9100 (the lab adds the path)", base)
 	}
 	if u.Hostname() == "localhost" {
-		return true
+		return nil
 	}
-	ip := net.ParseIP(u.Hostname())
-	return ip != nil && ip.IsLoopback()
+	if ip := net.ParseIP(u.Hostname()); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%q: want a loopback host, like http://127.0.0.1:9100 (the lab sends load to this machine only)", base)
+	}
+	return nil
 }
 
 // pacer stops after n hits and otherwise paces as p does.
@@ -262,6 +296,17 @@ func (q pacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
 }
 
 func (q pacer) Rate(elapsed time.Duration) float64 { return q.p.Rate(elapsed) }
+
+// pacer paces c's requests: at c.Rate (unpaced for a concurrency run: each
+// worker sends as soon as its last request was answered), stopping after
+// c.Requests when that is set.
+func (c Config) pacer() vegeta.Pacer {
+	var rate vegeta.Rate // the zero Rate: no pacing
+	if c.Rate > 0 {
+		rate = vegeta.Rate{Freq: 1, Per: interval(c.Rate)}
+	}
+	return pacer{rate, uint64(c.Requests)}
+}
 
 // Run runs c until its duration or request count is reached, or ctx ends
 // (what was answered by then is reported).
@@ -303,9 +348,8 @@ func Run(ctx context.Context, c Config) (Report, error) {
 	}
 
 	var opts []func(*vegeta.Attacker)
-	var rate vegeta.Rate
+	rate := c.pacer()
 	if c.Rate > 0 {
-		rate = perSecond(c.Rate)
 		r.Mode = "rate " + strconv.FormatFloat(c.Rate, 'f', -1, 64) + "/s"
 		opts = append(opts, vegeta.Workers(10))
 	} else {
@@ -346,15 +390,37 @@ func Run(ctx context.Context, c Config) (Report, error) {
 	m.Histogram = &vegeta.Histogram{Buckets: buckets()}
 	start := time.Now()
 	var done int
-	var lastProgress time.Time
-	results := atk.Attack(vegeta.NewStaticTargeter(targets...), pacer{rate, uint64(c.Requests)}, c.Duration, "lab load")
-	for res := range results {
-		m.Add(res)
-		done++
-		r.count(res)
-		if c.Progress != nil && time.Since(lastProgress) >= 250*time.Millisecond {
-			lastProgress = time.Now()
-			c.Progress(done, time.Since(start))
+	var sent atomic.Int64 // the targeter is asked once per request, as it is sent
+	static := vegeta.NewStaticTargeter(targets...)
+	targeter := func(t *vegeta.Target) error {
+		sent.Add(1)
+		return static(t)
+	}
+	progress := func() {
+		elapsed := time.Since(start)
+		n := int(sent.Load())
+		c.Progress(Progress{Sent: n, Answered: done, Elapsed: elapsed,
+			Sending: !(c.Duration > 0 && elapsed >= c.Duration) && !(c.Requests > 0 && n >= c.Requests)})
+	}
+	var tick <-chan time.Time
+	if c.Progress != nil {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		tick = t.C
+	}
+	results := atk.Attack(targeter, rate, c.Duration, "lab load")
+	for results != nil {
+		select {
+		case res, ok := <-results:
+			if !ok {
+				results = nil
+				break
+			}
+			m.Add(res)
+			done++
+			r.count(res)
+		case <-tick:
+			progress()
 		}
 	}
 	m.Close()
@@ -389,6 +455,9 @@ func Run(ctx context.Context, c Config) (Report, error) {
 	return r, nil
 }
 
+// Answered is how many requests got an HTTP answer (of any status).
+func (r Report) Answered() int { return r.Requests - r.Statuses["error"] }
+
 // MarshalJSON writes the last bucket's +Inf as 0 (JSON has no infinity).
 func (b Bucket) MarshalJSON() ([]byte, error) {
 	to := b.ToMs
@@ -399,9 +468,11 @@ func (b Bucket) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain{FromMs: b.FromMs, ToMs: to, Count: b.Count})
 }
 
-func perSecond(r float64) vegeta.Rate {
-	// vegeta's Rate is Freq hits per Per: keep three decimals of r.
-	return vegeta.Rate{Freq: int(math.Round(r * 1000)), Per: 1000 * time.Second}
+// interval is the time between two requests at r per second (vegeta's
+// Rate{Freq: 1, Per: interval}, to the nanosecond; its first request goes
+// one interval after the start).
+func interval(r float64) time.Duration {
+	return time.Duration(math.Round(float64(time.Second) / r))
 }
 
 func buckets() vegeta.Buckets {

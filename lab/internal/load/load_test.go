@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -111,9 +112,81 @@ func TestValidate(t *testing.T) {
 		"rate and conc":   {Targets: ok.Targets, Request: "quote", Concurrency: 1, Rate: 2, Requests: 1},
 		"51 lines":        {Targets: ok.Targets, Request: "basket", Lines: 51, Concurrency: 1, Requests: 1},
 		"remote provider": {Targets: ok.Targets, Request: "quote", Concurrency: 1, Requests: 1, Provider: "http://192.0.2.1:9101"},
+		"rate 0.0001":     {Targets: ok.Targets, Request: "quote", Rate: 0.0001, Requests: 1}, // was rounded to 0: no pacing
+		"rate 1e10":       {Targets: ok.Targets, Request: "quote", Rate: 1e10, Requests: 1},   // panicked
+		"rate NaN":        {Targets: ok.Targets, Request: "quote", Rate: math.NaN(), Requests: 1},
+		"rate +Inf":       {Targets: ok.Targets, Request: "quote", Rate: math.Inf(1), Requests: 1},
+		"rate -1":         {Targets: ok.Targets, Request: "quote", Rate: -1, Requests: 1},
+		"first too late":  {Targets: ok.Targets, Request: "quote", Rate: 0.1, Duration: 5 * time.Second},
+		"negative conc":   {Targets: ok.Targets, Request: "quote", Rate: 1, Concurrency: -1, Requests: 1},
+		"conc 1001":       {Targets: ok.Targets, Request: "quote", Concurrency: MaxConcurrency + 1, Requests: 1},
+		"timeout -1s":     {Targets: ok.Targets, Request: "quote", Concurrency: 1, Requests: 1, Timeout: -time.Second},
+		"query":           {Targets: []string{"http://127.0.0.1:9100?x=1"}, Request: "quote", Concurrency: 1, Requests: 1},
+		"empty query":     {Targets: []string{"http://127.0.0.1:9100/?"}, Request: "quote", Concurrency: 1, Requests: 1},
+		"fragment":        {Targets: []string{"http://127.0.0.1:9100#x"}, Request: "quote", Concurrency: 1, Requests: 1},
+		"user":            {Targets: []string{"http://me@127.0.0.1:9100"}, Request: "quote", Concurrency: 1, Requests: 1},
+		"path":            {Targets: []string{"http://127.0.0.1:9100/api"}, Request: "quote", Concurrency: 1, Requests: 1},
 	} {
 		if c.Validate() == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// A rate is kept to the nanosecond, however slow: 0.0125/s is one request
+// every 80 s (three decimals made it 13 per 1000 s, one every 76.9 s; and
+// anything under 0.0005/s no pacing at all).
+func TestRatePacesAsAsked(t *testing.T) {
+	for _, r := range []float64{MinRate, 0.0125, 0.37, 3, 333, MaxRate} {
+		p := Config{Rate: r}.pacer()
+		want := float64(time.Second) / r
+		for _, hits := range []uint64{0, 9} {
+			wait, stop := p.Pace(0, hits)
+			if stop || math.Abs(float64(wait)-want*float64(hits+1)) > float64(hits+1) {
+				t.Errorf("rate %g: after %d requests the next waits %v (stop %v), want %v", r, hits, wait, stop, time.Duration(want*float64(hits+1)))
+			}
+		}
+	}
+	if _, stop := (Config{Concurrency: 2, Requests: 3}).pacer().Pace(0, 3); !stop {
+		t.Error("--requests 3: the pacer does not stop after 3")
+	}
+}
+
+// Once the run stops sending, Progress says so and how many are in flight.
+func TestProgressTellsSendingFromWaiting(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.Write([]byte("{}"))
+	}))
+	defer srv.Close()
+	defer close(release) // before Close: the handlers must end
+	seen := make(chan Progress, 100)
+	var once sync.Once
+	done := make(chan Report, 1)
+	go func() {
+		r, _ := Run(context.Background(), Config{Targets: []string{srv.URL}, Request: "quote", Concurrency: 2, Requests: 2,
+			Progress: func(p Progress) {
+				if !p.Sending && p.Sent == 2 {
+					once.Do(func() { seen <- p })
+				}
+			}})
+		done <- r
+	}()
+	select {
+	case p := <-seen:
+		if p.Answered != 0 {
+			t.Errorf("progress %+v: want 0 answered while both wait", p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no progress said sending had stopped with 2 in flight within 10 s")
+	}
+	release <- struct{}{}
+	release <- struct{}{}
+	if r := <-done; r.Requests != 2 {
+		t.Errorf("report says %d requests, want 2", r.Requests)
 	}
 }

@@ -23,6 +23,9 @@ func killGroup(cmd *exec.Cmd) {
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 }
 
+// groupAlive reports whether any process is left in process group pgid.
+func groupAlive(pgid int) bool { return syscall.Kill(-pgid, 0) == nil }
+
 // exists reports whether a process pid exists (a zombie counts: it is not
 // reaped yet). EPERM: it exists, another user's.
 func exists(pid int) bool {

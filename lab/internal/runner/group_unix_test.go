@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,4 +68,38 @@ func alive(pid int) bool {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+func newSession() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
+func newGroup() *syscall.SysProcAttr   { return &syscall.SysProcAttr{Setpgid: true} }
+
+// unixChild runs the child programs that need process groups and
+// sessions; it reports whether name was one.
+func unixChild(name string) bool {
+	switch name {
+	case "chain":
+		// A fork-and-exit chain: each generation starts the next in a
+		// session of its own and exits at once, forever. The token in argv
+		// lets the test find every generation in /proc.
+		next := exec.Command(os.Args[0], os.Args[1:]...)
+		next.SysProcAttr = newSession()
+		if err := next.Start(); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "leave":
+		// Leaves 2 sleepers in its own group, 2 in sessions of their own and
+		// 1 in a group of its own, then exits: 5 left.
+		for _, attr := range []*syscall.SysProcAttr{nil, nil, newSession(), newSession(), newGroup()} {
+			c := exec.Command(os.Args[0], os.Args[1:]...)
+			c.Env = append(os.Environ(), "RUNNER_CHILD=hang")
+			c.SysProcAttr = attr
+			if err := c.Start(); err != nil {
+				os.Exit(1)
+			}
+		}
+	default:
+		return false
+	}
+	return true
 }

@@ -22,6 +22,9 @@ func killGroup(cmd *exec.Cmd) {
 	_ = kill.Run()
 }
 
+// groupAlive cannot tell here; taskkill /T kills the child's tree anyway.
+func groupAlive(int) bool { return false }
+
 // stillActive is GetExitCodeProcess's code of a process still running.
 const stillActive = 259
 

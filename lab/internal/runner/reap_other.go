@@ -10,4 +10,13 @@ func BecomeSubreaper() bool { return false }
 // SweepSupported says whether Sweep can find what a run left behind.
 const SweepSupported = false
 
-func sweep(*tracked) int { return 0 }
+func sweep(*tracked) (killed, left int) { return 0, 0 }
+
+// groupLeft says whether anything still runs in process group pgid: 1 when
+// something does (it cannot be counted here), else 0.
+func groupLeft(pgid int) int {
+	if groupAlive(pgid) {
+		return 1
+	}
+	return 0
+}

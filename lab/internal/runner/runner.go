@@ -40,6 +40,16 @@ type Cmd struct {
 	// Stdout, when set, receives stdout separately (still capped); otherwise
 	// stdout and stderr are combined in Result.Output.
 	Stdout *Buffer
+	// TempDir, when set, is the child's temporary folder (TMPDIR, and TMP
+	// and TEMP for Windows): created for the run, and removed with
+	// everything in it when the run ends, killed or not, once nothing the
+	// child started is left running (Linux, as the child subreaper).
+	TempDir string
+	// Unmeasured: the child's threads are not sampled for Result.Starved
+	// (-1) nor, when it is killed, for Result.Computing: for a server lab
+	// keeps beside the runs it measures, sampled every 10 ms otherwise for
+	// as long as it runs.
+	Unmeasured bool
 }
 
 // Result is what one finished (or killed) child left behind.
@@ -61,12 +71,20 @@ type Result struct {
 	// mostly waits on timers and sockets is woken promptly even on a loaded
 	// machine; one that needs the CPU gets only a share of it.
 	Starved float64
-	// Orphans is how many processes the child left behind outside its
-	// process group (it called setsid, started a group of its own, or
-	// daemonized) that were found and killed after it (Linux, once
-	// BecomeSubreaper was called).
+	// Orphans is how many processes the child left running when it
+	// exited, in any process group or session, all killed after it (Linux,
+	// once BecomeSubreaper was called, counts every one: those still in its
+	// group, those that called setsid, started a group of their own or
+	// daemonized). A run killed at its time bound is killed with its group,
+	// so then only those outside the group count. Without the subreaper only
+	// the child's group is seen; outside Linux a group with anything left
+	// in it counts as 1 (it cannot be counted there).
 	Orphans int
-	Err     error // could not start, or ctx was done first
+	// Left is how many of them still ran when the sweep's bound (a few
+	// seconds of killing) was up: a fork-and-exit chain that outran it.
+	// They are killed again when the check ends (Sweep).
+	Left int
+	Err  error // could not start, or ctx was done first
 	// UpToDate: a Shelf found the binaries built from these very inputs
 	// and did not run the go command.
 	UpToDate bool
@@ -89,7 +107,11 @@ var live = struct {
 	mu      sync.Mutex
 	pids    map[int]struct{}
 	markers map[string]struct{}
-}{pids: map[int]struct{}{}, markers: map[string]struct{}{}}
+	// doomed: the orphans a sweep is killing, until it reaps them. Sweeps
+	// of runs that end at once see the same orphans; each is counted by
+	// the one sweep that claimed it, so counts add up to the true total.
+	doomed map[int]struct{}
+}{pids: map[int]struct{}{}, markers: map[string]struct{}{}, doomed: map[int]struct{}{}}
 
 func newMarker() string {
 	b := make([]byte, 8)
@@ -100,8 +122,8 @@ func newMarker() string {
 // Sweep kills every process a run left behind (Linux, once BecomeSubreaper
 // was called; elsewhere it does nothing): the lab command calls it when a
 // check ends, so that nothing an answer started outlives the check. It
-// returns how many it killed.
-func Sweep() int { return sweep(nil) }
+// returns how many it killed, and how many still ran after its bound.
+func Sweep() (killed, left int) { return sweep(nil) }
 
 // OK reports whether the child ran and exited 0.
 func (r Result) OK() bool { return r.Err == nil && !r.TimedOut && r.ExitCode == 0 }
@@ -125,6 +147,13 @@ func Run(ctx context.Context, c Cmd) (res Result) {
 	cmd.WaitDelay = waitDelay
 	run := &tracked{marker: newMarker()}
 	cmd.Env = append(cmd.Env, markerEnv+"="+run.marker)
+	if c.TempDir != "" {
+		if err := os.MkdirAll(c.TempDir, 0o700); err != nil {
+			return Result{ExitCode: -1, Err: err}
+		}
+		defer RemoveAll(c.TempDir)
+		cmd.Env = append(cmd.Env, "TMPDIR="+c.TempDir, "TMP="+c.TempDir, "TEMP="+c.TempDir)
+	}
 
 	live.mu.Lock() // a sweep never sees this child before it is known
 	began := time.Now()
@@ -145,23 +174,31 @@ func Run(ctx context.Context, c Cmd) (res Result) {
 		live.mu.Lock()
 		delete(live.pids, run.pgid)
 		live.mu.Unlock()
-		// What the child started in a group or session of its own, or left
-		// behind when it exited, goes too (Linux, as the child subreaper).
-		res.Orphans = sweep(run)
+		// What the child left running when it exited, in its group or in a
+		// group or session of its own, goes too, counted (Linux, as the
+		// child subreaper); then, everywhere, whatever is left in its group.
+		res.Orphans, res.Left = sweep(run)
+		if n := groupLeft(run.pgid); n > 0 {
+			res.Orphans += n
+			killGroup(cmd)
+		}
 		live.mu.Lock()
 		delete(live.markers, run.marker)
 		live.mu.Unlock()
 	}()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	starve := watchStarvation(cmd.Process.Pid)
+	starve := func() (time.Duration, bool) { return 0, false }
+	if !c.Unmeasured {
+		starve = watchStarvation(cmd.Process.Pid)
+	}
 	killed := false
 	select {
 	case err = <-done:
 	case <-tctx.Done():
 		killed = true
-		computing, known := false, false
-		for range 5 { // a spinning program is seen running in a few samples
+		computing, known := false, c.Unmeasured
+		for range 5 * btoi(!c.Unmeasured) { // a spinning program is seen running in a few samples
 			if computing, known = busyThreads(cmd.Process.Pid); computing || !known {
 				break
 			}
@@ -171,8 +208,6 @@ func Run(ctx context.Context, c Cmd) (res Result) {
 		defer func() { res.Computing = computing || !known && res.CPU > res.Elapsed/2 }()
 		err = <-done
 	}
-	// Whatever the child left behind in its group goes too.
-	killGroup(cmd)
 	res = Result{ExitCode: -1, Output: out.String(), Elapsed: time.Since(began), Starved: -1}
 	if w, ok := starve(); ok && res.Elapsed > 0 {
 		res.Starved = float64(w) / float64(res.Elapsed)
@@ -314,6 +349,29 @@ func (b *Buffer) String() string {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// RemoveAll removes path with everything in it, as os.RemoveAll, and also
+// what a child made hard to remove: folders it left without write or
+// search permission are opened up first.
+func RemoveAll(path string) error {
+	if err := os.RemoveAll(path); err == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
+		if d != nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(path)
+}
+
 // sampleEvery is how often a running child's threads are sampled.
 const sampleEvery = 10 * time.Millisecond
 
@@ -360,6 +418,11 @@ func SetGroup(cmd *exec.Cmd) { setGroup(cmd) }
 
 // KillGroup kills cmd's whole process group (taskkill /T on Windows).
 func KillGroup(cmd *exec.Cmd) { killGroup(cmd) }
+
+// SweepBound caps how long one sweep kills what a run left (Linux): a
+// fork-and-exit chain still starting processes after that is counted as
+// left (Result.Left), never waited for forever.
+const SweepBound = 3 * time.Second
 
 // Start starts cmd so that it ends when the lab ends, however the lab ends
 // (see ChildrenEndWithLab): every child the lab starts goes through it.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -14,6 +15,9 @@ import (
 
 // The test binary doubles as the child programs: RUNNER_CHILD picks one.
 func TestMain(m *testing.M) {
+	if unixChild(os.Getenv("RUNNER_CHILD")) {
+		os.Exit(0)
+	}
 	switch os.Getenv("RUNNER_CHILD") {
 	case "":
 		os.Exit(m.Run())
@@ -52,6 +56,20 @@ func TestMain(m *testing.M) {
 		wg.Wait()
 	case "nap":
 		time.Sleep(300 * time.Millisecond)
+	case "mktemp":
+		// A folder in the system temp folder, written to, never removed.
+		dir, err := os.MkdirTemp("", "answer-")
+		if err != nil {
+			os.Exit(1)
+		}
+		os.WriteFile(filepath.Join(dir, "left"), []byte("x"), 0o644)
+		os.Mkdir(filepath.Join(dir, "locked"), 0o700)
+		os.WriteFile(filepath.Join(dir, "locked", "in"), []byte("x"), 0o644)
+		os.Chmod(filepath.Join(dir, "locked"), 0o500)
+		fmt.Println(dir)
+		if os.Getenv("RUNNER_HANG") != "" {
+			time.Sleep(time.Hour)
+		}
 	case "chatty":
 		line := strings.Repeat("x", 1023) + "\n"
 		for range 200 {

@@ -4,10 +4,10 @@
 // (package quota), on a real redis-server that your program starts on a free
 // loopback port (`--port N --save "" --appendonly no`), or on the embedded
 // stand-in (github.com/alicebob/miniredis/v2) when there is none. Under
-// `lab check`, LAB_REDIS_URL names an empty database of a redis-server the
-// check started once for all its runs: use it when it is set (no server to
-// start per run); that server is shared, so to show "Redis down" there, put
-// a small TCP proxy of your own between your processes and it, and cut it.
+// `lab check`, LAB_REDIS_URL names an empty redis-server the check started
+// for this run alone: use it when it is set (no server to start per run);
+// that server is lab's, so to show "Redis down" there, put a small TCP proxy
+// of your own between your processes and it, and cut it.
 // Settings shorten every wait: quota.RedisConfig's TTL (renewed every
 // TTL/3), Poll and OpTimeout; a TTL of a few hundred ms keeps a run short. A
 // "process" is what one QuoteFlow process holds: its own client

@@ -3,8 +3,8 @@
 //
 //	go run ./lessons/18/answer_previous
 //
-// Under lab check it runs on the empty database the check gives each run
-// (LAB_REDIS_URL, on one redis-server for the whole check); run by hand, it
+// Under lab check it runs on the empty redis-server the check starts for
+// each run (LAB_REDIS_URL); run by hand, it
 // starts its own redis-server on a free loopback port (no persistence
 // files, killed with its process group at the end; see redis.go). Each
 // "process" is what a QuoteFlow process holds: its own go-redis client and
@@ -163,10 +163,11 @@ func processes(url string, n int, cfg quota.RedisConfig) (qs []*quota.Redis, clo
 }
 
 // patience bounds one round trip to Redis in these checks. Lab check runs
-// several builds at once on one redis-server, on a machine that may be busy
-// compiling: a round trip can stall for a second there, and these checks
-// are about counting and expiry, not speed. A server that is gone is
-// noticed at once (the connection is refused or cut), whatever this is.
+// several builds at once, each on a redis-server of its own, on a machine
+// that may be busy compiling: a round trip can stall for a second there,
+// and these checks are about counting and expiry, not speed. A server that
+// is gone is noticed at once (the connection is refused or cut), whatever
+// this is.
 const patience = 2 * time.Second
 
 // newClient is quota.NewClient with patience for each dial, read and write.

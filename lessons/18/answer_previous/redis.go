@@ -20,12 +20,12 @@ import (
 )
 
 // redisURL is the Redis the checks run on: under lab check, the empty
-// database it gives this run (LAB_REDIS_URL, on a redis-server it started
-// once for the whole check); otherwise a server this program starts.
+// redis-server it started for this run (LAB_REDIS_URL); otherwise a server
+// this program starts.
 // stop kills what was started.
 func redisURL() (url string, stop func(), err error) {
 	if url := os.Getenv("LAB_REDIS_URL"); url != "" {
-		fmt.Fprintln(os.Stderr, "E17: the database lab check gave this run:", url)
+		fmt.Fprintln(os.Stderr, "E17: the redis-server lab check started for this run:", url)
 		return url, func() {}, nil
 	}
 	srv, err := startRedis()

@@ -148,7 +148,7 @@ func checkWithin(ctx context.Context, o grade.Request, v variant.Variant, runBou
 		defer m.Stop()
 		opts.Machine = m
 	}
-	guard, err := grade.NewGuard(o.Root)
+	guard, err := grade.NewGuard(o.Root, o.AnswerDir(), o.CacheDir)
 	if err != nil {
 		r.Verdict, r.Summary = report.Failed, "cannot read the course before running the tools: "+err.Error()
 		return r
@@ -174,6 +174,11 @@ func checkWithin(ctx context.Context, o grade.Request, v variant.Variant, runBou
 	decide(&r, res, o, v)
 	if o.Only != "" {
 		r.Notes = append(r.Notes, "only "+o.Only+" was graded (--only): this verdict is not the exercise's; run without --only for that (it is not recorded for `lab list` either).")
+	}
+	if res.Left != nil && res.Left.Processes > 0 {
+		r.Verdict, r.OK = report.Failed, false
+		r.Summary = res.Left.Summary("a tool")
+		r.Next = "wait for every process a tool starts, and stop it before the tool exits, then run `" + o.Again() + "` again"
 	}
 	if changed := guard.Restore(); len(changed) > 0 {
 		r.Verdict, r.OK = report.Failed, false

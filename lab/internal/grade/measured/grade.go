@@ -112,7 +112,7 @@ var toolChecks = []toolCheck{
 // run, it is inconclusive rather than failed.
 func Grade(ctx context.Context, opts Options) Result {
 	start := time.Now()
-	g := &grader{opts: opts, findings: map[string]finding{}, todo: map[string]bool{}, seed: opts.Seed}
+	g := &grader{opts: opts, findings: map[string]finding{}, todo: map[string]bool{}, seed: opts.Seed, left: &grade.LeftBehind{}}
 	if g.seed == 0 {
 		g.seed = newSeed()
 	}
@@ -295,7 +295,7 @@ func (g *grader) spun(tool string) {
 func (g *grader) fork() *grader {
 	return &grader{opts: g.opts, dir: g.dir, overlay: g.overlay, binDir: g.binDir, bins: g.bins,
 		buildErrs: g.buildErrs, lab: g.lab, mon: g.mon, findings: map[string]finding{}, todo: map[string]bool{},
-		seed: g.seed, replay: g.replay}
+		seed: g.seed, replay: g.replay, left: g.left}
 }
 
 // merge copies a fork's findings (only names, when not nil) into g.
@@ -357,7 +357,8 @@ type grader struct {
 	buildErrs map[string]string
 	lab       *lab
 
-	mon grade.Monitor
+	mon  grade.Monitor
+	left *grade.LeftBehind // processes the tools left running, over every fork
 
 	seed   uint64      // draws the cases (see gen.go)
 	replay *replayCase // --case: the one case to run
@@ -407,6 +408,9 @@ type Result struct {
 	Notes        []string       // re-runs and what they showed
 	Machine      report.Machine // how busy the machine was while the tools ran
 	Elapsed      time.Duration
+	// Left is what the tools left running when they exited (any process,
+	// any group or session): one fails the check.
+	Left *grade.LeftBehind
 }
 
 // Failed returns the names of the properties that do not hold (not those
@@ -425,7 +429,7 @@ func (r Result) Failed() []string {
 func (g *grader) result(start time.Time) Result {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	r := Result{Passed: true, NotStarted: g.notStarted(), Notes: slices.Clone(g.notes)}
+	r := Result{Passed: true, NotStarted: g.notStarted(), Notes: slices.Clone(g.notes), Left: g.left}
 	busy := false
 	folded := map[string]bool{} // tools that still print their TODO, shown as one line
 	for _, s := range specs {

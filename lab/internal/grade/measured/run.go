@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -82,9 +84,18 @@ func (g *grader) execWithin(parent context.Context, within time.Duration, tool s
 		r.problem = tool + " did not build"
 		return r
 	}
+	// Each run in a folder of its own, its temporary folder inside, both
+	// removed after it.
+	scratch, err := g.scratch()
+	if err != nil {
+		r.problem = tool + " could not run: " + err.Error()
+		return r
+	}
+	defer runner.RemoveAll(scratch)
 	var stdout runner.Buffer
 	r.start = time.Now()
-	res := runner.Run(parent, runner.Cmd{Name: bin, Args: args, Timeout: within, Stdout: &stdout})
+	res := runner.Run(parent, runner.Cmd{Name: bin, Args: args, Dir: scratch, TempDir: filepath.Join(scratch, "tmp"), Timeout: within, Stdout: &stdout})
+	g.left.Add(res)
 	r.wall = res.Elapsed
 	r.starvedMS = -1
 	switch {
@@ -107,7 +118,6 @@ func (g *grader) execWithin(parent context.Context, within time.Duration, tool s
 		}
 	}
 	r.stdout, r.stderr = stdout.Bytes(), []byte(res.Output)
-	var err error
 	if res.ExitCode != 0 {
 		err = fmt.Errorf("exit status %d", res.ExitCode)
 	}
@@ -128,6 +138,22 @@ func (g *grader) execWithin(parent context.Context, within time.Duration, tool s
 		r.problem = fmt.Sprintf("%s printed no JSON on stdout (%v): %s", tool, exitText(err), report.Shorten(report.OneLine(string(r.stdout)+" "+string(r.stderr)), 300))
 	}
 	return r
+}
+
+// scratch makes a new folder for one tool run: in the cache's run folder
+// (BinDir is <cache>/E15/<answer>; the run folder is <cache>/run, beside the
+// exercises' folders, where no pruning of old builds looks), or in the
+// system's temporary folder when the tools are built in a temporary folder
+// of their own.
+func (g *grader) scratch() (string, error) {
+	base := os.TempDir()
+	if g.opts.BinDir != "" {
+		base = filepath.Join(filepath.Dir(filepath.Dir(g.opts.BinDir)), "run")
+		if err := os.MkdirAll(base, 0o755); err != nil {
+			return "", err
+		}
+	}
+	return os.MkdirTemp(base, "")
 }
 
 // exitText describes a process's exit.

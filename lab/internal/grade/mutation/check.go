@@ -15,9 +15,8 @@
 // mostly wait); the mutants' and wheats' results count only when it passed
 // on the correct checkpoint. A run that goes wrong while the machine held
 // it back is run again; a correct build that goes wrong again is
-// "inconclusive", never a failure. For a lesson with Redis, one
-// redis-server serves the whole check: each run gets an empty database of
-// its own (LAB_REDIS_URL).
+// "inconclusive", never a failure. For a lesson with Redis, each run gets
+// a redis-server of its own, empty, started for it (LAB_REDIS_URL).
 package mutation
 
 import (
@@ -83,7 +82,7 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 		r.Properties = append(r.Properties, report.Prop{Name: v.Name, Kind: v.Kind, Story: v.Story, Required: v.Required, Status: report.NotRun})
 	}
 
-	guard, err := grade.NewGuard(o.Root)
+	guard, err := grade.NewGuard(o.Root, o.AnswerDir(), o.CacheDir)
 	if err != nil {
 		r.Verdict, r.Summary = report.Failed, "cannot read the course before running the answer: "+err.Error()
 		return r
@@ -92,14 +91,14 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 	defer grade.PutKey(o.CacheDir, grade.SchemataKey, c.key)
 	c.shelf = grade.Shelf(o.Root, c.key)
 	if l.Redis {
-		// One redis-server for the whole check, started while the answer
-		// builds; each run gets a database of its own on it.
+		// A redis-server per run: the first ones start while the answer
+		// builds.
 		c.redisUp = make(chan struct{})
 		go func() {
 			defer close(c.redisUp)
 			var err error
-			if c.redis, err = startRedis(ctx, filepath.Join(o.CacheDir, "redis")); err != nil {
-				c.note("no shared redis-server for this check (" + err.Error() + "): each run of the answer starts its own")
+			if c.redis, err = startRedis(ctx, filepath.Join(o.CacheDir, "redis"), (len(vs)+1)*o.Repeat); err != nil {
+				c.note("no redis-server for this check's runs (" + err.Error() + "): each run of the answer starts its own")
 			}
 		}()
 		defer func() { <-c.redisUp; c.redis.close() }()
@@ -168,17 +167,17 @@ type checker struct {
 	// shelf builds, skipping the go command for a binary whose inputs did
 	// not change since it was built (its stamps are keyed by key).
 	shelf *runner.Shelf
-	// guard restores what grading depends on after every run; tampered
+	// guard restores the course after every run; tampered
 	// names what an answer changed there.
 	guard         *grade.Guard
 	tampered      []string
-	orphansNoted  bool
+	left          grade.LeftBehind // processes the runs left running
 	selfBusyNoted bool
 	r             *report.Report
 	mu            sync.Mutex // guards r's notes and machine figures while runs go at once
-	// redis is the check's shared redis-server (lessons with Redis), nil
-	// without one; set before the first run (redisUp closed), then read only.
-	redis   *sharedRedis
+	// redis gives each run a redis-server of its own (lessons with Redis),
+	// nil without; set before the first run (redisUp closed), then read only.
+	redis   *redisPool
 	redisUp chan struct{}
 }
 
@@ -658,12 +657,14 @@ func (c *checker) run(ctx context.Context, what, bin, env string) (runner.Result
 	if err != nil {
 		return runner.Result{ExitCode: -1, Err: err}, false
 	}
-	defer os.RemoveAll(scratch)
-	cmd := runner.Cmd{Name: exe, Dir: scratch, Timeout: c.o.Timeout}
+	defer runner.RemoveAll(scratch)
+	cmd := runner.Cmd{Name: exe, Dir: scratch, Timeout: c.o.Timeout, TempDir: filepath.Join(scratch, "tmp")}
 	if env != "" {
 		cmd.Env = []string{env}
 	}
-	if db := c.redis.env(); db != "" {
+	db, stopRedis := c.redis.forRun(ctx)
+	defer stopRedis()
+	if db != "" {
 		cmd.Env = append(cmd.Env, db)
 	}
 	res := runner.Run(ctx, cmd)
@@ -678,10 +679,7 @@ func (c *checker) run(ctx context.Context, what, bin, env string) (runner.Result
 			c.tampered = append(c.tampered, f)
 		}
 	}
-	if res.Orphans > 0 && !c.orphansNoted {
-		c.orphansNoted = true
-		c.r.Notes = append(c.r.Notes, fmt.Sprintf("the answer left %d process(es) running outside its process group (setsid, a group of its own, a daemon); lab killed them. Wait for every process you start, and kill it before you exit.", res.Orphans))
-	}
+	c.left.Add(res)
 	c.mu.Unlock()
 	busy := c.mon.Since(mark).Busy || c.mon.HeldBack(res.Starved, res.Elapsed)
 	if busy && selfBusy(res) {
@@ -865,6 +863,10 @@ func (c *checker) decide() {
 			run = o.Answer
 		}
 		r.Next = fmt.Sprintf("run `go run %s` to see it fail, fix it, then run `%s` again", run, again)
+	case c.left.Processes > 0:
+		r.Verdict = report.Failed
+		r.Summary = c.left.Summary("the answer")
+		r.Next = "wait for every process the answer starts, and stop it before the answer exits, then run `" + again + "` again"
 	case len(missed) > 0 || len(wheatFails) > 0:
 		r.Verdict = report.Failed
 		var parts []string
@@ -894,6 +896,9 @@ func (c *checker) decide() {
 		if req == 0 {
 			r.Summary = fmt.Sprintf("the answer passes on %s (no mutants are defined for %s).", cp, r.Exercise)
 		}
+	}
+	if left := c.left.Summary("the answer"); c.left.Processes > 0 && r.Summary != left {
+		r.Notes = append(r.Notes, left)
 	}
 	r.OK = r.Verdict == report.Passed
 }

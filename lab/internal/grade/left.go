@@ -1,0 +1,51 @@
+package grade
+
+import (
+	"fmt"
+	"sync"
+
+	"quoteflowlab.dev/lab/internal/runner"
+)
+
+// LeftBehind adds up what the runs of one check left running when they
+// ended: any process, in the run's process group or in a group or session
+// of its own. One is enough to fail the check: an answer (or a tool) must
+// wait for what it starts. Safe for runs at once.
+type LeftBehind struct {
+	mu sync.Mutex
+	// Processes is how many processes were left, over every run; Runs how
+	// many runs left any; Left how many of them still ran after the sweep's
+	// bound (a chain that starts processes as fast as they are killed).
+	Processes, Runs, Left int
+}
+
+// Add counts what one run left.
+func (l *LeftBehind) Add(res runner.Result) {
+	if res.Orphans == 0 && res.Left == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.Processes += res.Orphans + res.Left
+	l.Runs++
+	l.Left += res.Left
+}
+
+// Summary is the report's sentence: how many, in how many runs, and
+// whether lab could kill them all.
+func (l *LeftBehind) Summary(who string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	runs := "1 of its runs"
+	if l.Runs > 1 {
+		runs = fmt.Sprintf("%d of its runs", l.Runs)
+	}
+	if !runner.SweepSupported {
+		return fmt.Sprintf("%s left processes running in its process group when it exited, in %s (here lab sees only that group, and cannot count them); lab killed them.", who, runs)
+	}
+	s := fmt.Sprintf("%s left %d process(es) running when it exited, in %s (in its process group, or in a group or session of its own: setsid, a daemon); ", who, l.Processes, runs)
+	if l.Left == 0 {
+		return s + "lab killed every one of them."
+	}
+	return s + fmt.Sprintf("lab killed %d; %d still ran after %s of killing (a process that starts the next as fast as lab kills them), and are killed again when the check ends.", l.Processes-l.Left, l.Left, runner.SweepBound)
+}

@@ -1,0 +1,110 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// countWith says how many processes, zombies aside, carry token in their
+// command line.
+func countWith(token string) int {
+	n := 0
+	for pid, p := range procs() {
+		if p.zombie {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		if strings.Contains(string(cmdline), token) {
+			n++
+		}
+	}
+	return n
+}
+
+func token(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 8)
+	rand.Read(b)
+	return "token-" + hex.EncodeToString(b)
+}
+
+// A fork-and-exit chain in new sessions (each generation starts the next
+// and exits at once) does not outlive Run, six runs in a row: /proc holds
+// none of it when Run returns, and the run says it left processes behind.
+func TestNoForkAndExitChainOutlivesTheRun(t *testing.T) {
+	if !BecomeSubreaper() {
+		t.Skip("no child subreaper here")
+	}
+	for i := range 6 {
+		tok := token(t)
+		c := child("chain")
+		c.Args = []string{tok}
+		c.Timeout = 10 * time.Second
+		res := Run(context.Background(), c)
+		if n := countWith(tok); n != 0 {
+			t.Fatalf("run %d: %d processes of the chain still run after Run returned (%+v)", i+1, n, res)
+		}
+		if res.Orphans < 1 || res.Left != 0 {
+			t.Fatalf("run %d: Orphans %d, Left %d: want at least 1 killed and none left", i+1, res.Orphans, res.Left)
+		}
+	}
+}
+
+// Every process a child leaves when it exits is counted, whatever group or
+// session it is in: 2 in the child's own group, 2 in sessions of their
+// own, 1 in a group of its own.
+func TestEveryProcessLeftIsCounted(t *testing.T) {
+	if !BecomeSubreaper() {
+		t.Skip("no child subreaper here")
+	}
+	tok := token(t)
+	c := child("leave")
+	c.Args = []string{tok}
+	res := Run(context.Background(), c)
+	if !res.OK() || res.Orphans != 5 || res.Left != 0 {
+		t.Fatalf("got exit %d, Orphans %d, Left %d; want 0, 5, 0 (%s)", res.ExitCode, res.Orphans, res.Left, res.Output)
+	}
+	if n := countWith(tok); n != 0 {
+		t.Fatalf("%d of them still run after Run returned", n)
+	}
+}
+
+// A child's temporary folder is its own and goes when the run ends, with a
+// folder the child locked and what it made in the system temp folder.
+func TestTempDirIsRemoved(t *testing.T) {
+	tmp := filepath.Join(t.TempDir(), "run", "tmp")
+	c := child("mktemp")
+	c.TempDir = tmp
+	res := Run(context.Background(), c)
+	made := strings.TrimSpace(res.Output)
+	if !res.OK() || !strings.HasPrefix(made, tmp+string(filepath.Separator)) {
+		t.Fatalf("the child made %q (exit %d), want a folder inside %s", made, res.ExitCode, tmp)
+	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Fatalf("the temporary folder is still there after the run: %v", err)
+	}
+}
+
+// A run stopped early (its caller gave up: lab check's Ctrl-C) removes its
+// temporary folder all the same.
+func TestTempDirIsRemovedWhenTheRunIsStopped(t *testing.T) {
+	tmp := filepath.Join(t.TempDir(), "run", "tmp")
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	c := child("mktemp", "RUNNER_HANG=1")
+	c.TempDir = tmp
+	res := Run(ctx, c)
+	if res.Err == nil || !strings.HasPrefix(strings.TrimSpace(res.Output), tmp) {
+		t.Fatalf("got %+v; want a run stopped by its caller after making a folder in %s", res, tmp)
+	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Fatalf("the temporary folder is still there after the run was stopped: %v", err)
+	}
+}
