@@ -177,8 +177,16 @@ func writeQuoteError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
+// writeJSON answers v as JSON with status. A value that cannot be encoded
+// (a NaN, say) is answered 500 with the reason, never status with an empty
+// body: the status goes out only once the body is known.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body, _ = json.Marshal(map[string]string{"detail": "internal_error", "reason": "the answer could not be encoded as JSON: " + err.Error()})
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v) // the client may have gone; nothing to do about it
+	w.Write(append(body, '\n')) // the client may have gone; nothing to do about it
 }

@@ -1,10 +1,13 @@
 package quoteflow
 
 import (
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"quoteflowlab.dev/checkpoints/19/hedge"
 )
 
 func TestHealth(t *testing.T) {
@@ -126,5 +129,32 @@ func TestValidationComesBeforeAdmission(t *testing.T) {
 	defer release()
 	if rec := post(t, s.Handler(), `{"quantity": 0}`); rec.Code != http.StatusUnprocessableEntity {
 		t.Errorf("invalid request while full: status %d, want 422", rec.Code)
+	}
+}
+
+// An answer that cannot be encoded is a 500 that says why, never the
+// intended status with an empty body.
+func TestWriteJSONNeverAnswersAnEmptyBody(t *testing.T) {
+	rec := httptest.NewRecorder()
+	writeJSON(rec, http.StatusOK, map[string]float64{"tokens": math.NaN()})
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), `"reason":"the answer could not be encoded as JSON: json: unsupported value: NaN"`) {
+		t.Errorf("writeJSON of a NaN: %d %q, want 500 with the reason", rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	writeJSON(rec, http.StatusAccepted, map[string]string{"detail": "<ok>"})
+	if rec.Code != http.StatusAccepted || rec.Body.String() != "{\"detail\":\"\\u003cok\\u003e\"}\n" || rec.Header().Get("Content-Type") != "application/json" {
+		t.Errorf("writeJSON of a value: %d %q %q, want 202 and the value as JSON, one line", rec.Code, rec.Body, rec.Header().Get("Content-Type"))
+	}
+}
+
+// GET /api/budget of a budget that holds NaN tokens (a Config no flag
+// accepts any more) answers 500 with the reason; it answered 200 with an
+// empty body.
+func TestBudgetThatCannotBeEncodedIsA500(t *testing.T) {
+	s := newService(t, Config{Transport: newFake(nil), ExtraConfig: hedge.BudgetConfig{Ratio: math.NaN(), Cap: math.NaN()}})
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/budget", nil))
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "unsupported value: NaN") {
+		t.Errorf("GET /api/budget with NaN tokens = %d %q, want 500 naming the NaN", rec.Code, rec.Body)
 	}
 }

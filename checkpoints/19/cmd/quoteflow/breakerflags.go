@@ -51,8 +51,8 @@ func (b *breakerFlags) check(stderr io.Writer) (int, bool) {
 		err = fmt.Errorf("--breaker-window, --breaker-min-calls, --breaker-probes and --breaker-cooldown must be more than 0")
 	case b.rate == 0 || math.IsNaN(b.rate) || math.IsInf(b.rate, 0):
 		err = fmt.Errorf("--breaker-failure-rate %v: want a number in (0, 1]", b.rate)
-	case b.maxStale < 0:
-		err = fmt.Errorf("--max-stale %s: want 0 (no stale answers) or more", b.maxStale)
+	case b.maxStale < 0 || b.maxStale > maxTiming:
+		err = fmt.Errorf("--max-stale %s: want 0 (no stale answers) up to %s", b.maxStale, maxTiming)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "quoteflow: "+strings.TrimPrefix(err.Error(), "breaker: "))

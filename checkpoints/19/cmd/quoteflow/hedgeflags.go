@@ -29,15 +29,19 @@ func newHedgeFlags(fs *flag.FlagSet) *hedgeFlags {
 	return h
 }
 
+// maxBudgetCap is the largest --budget-cap: a million tokens is no budget
+// in effect already.
+const maxBudgetCap = 1_000_000
+
 // check refuses a bad setting as a usage error, before anything is opened.
 func (h *hedgeFlags) check(stderr io.Writer) (int, bool) {
-	switch {
-	case h.floor <= 0 || h.ceiling < h.floor:
-		fmt.Fprintf(stderr, "quoteflow: --hedge-floor %s, --hedge-ceiling %s: want 0 < floor ≤ ceiling\n", h.floor, h.ceiling)
-	case h.ratio <= 0 || h.ratio > 1:
+	switch { // written so that NaN fails every test
+	case !(h.floor > 0 && h.floor <= h.ceiling && h.ceiling <= maxTiming):
+		fmt.Fprintf(stderr, "quoteflow: --hedge-floor %s, --hedge-ceiling %s: want 0 < floor ≤ ceiling ≤ %s\n", h.floor, h.ceiling, maxTiming)
+	case !(h.ratio > 0 && h.ratio <= 1):
 		fmt.Fprintf(stderr, "quoteflow: --budget-ratio %g: want a number in (0, 1]\n", h.ratio)
-	case h.cap < 1:
-		fmt.Fprintf(stderr, "quoteflow: --budget-cap %g: want at least 1 (a token pays for one extra call)\n", h.cap)
+	case !(h.cap >= 1 && h.cap <= maxBudgetCap):
+		fmt.Fprintf(stderr, "quoteflow: --budget-cap %g: want 1 to %d tokens (a token pays for one extra call)\n", h.cap, maxBudgetCap)
 	default:
 		return 0, true
 	}

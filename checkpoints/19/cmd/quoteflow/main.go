@@ -99,6 +99,10 @@ func commonFlags(fs *flag.FlagSet) (provider, data *string, shared *sharedFlags)
 	return provider, data, shared
 }
 
+// maxRateN is the largest N of --rate N/duration: a million calls a window
+// is no quota any more.
+const maxRateN = 1_000_000
+
 // sharedFlags are --redis, --rate and --rate-by, and the timings (timings.go).
 type sharedFlags struct {
 	url, rate, rateBy string
@@ -137,6 +141,10 @@ func (f *sharedFlags) check(stderr io.Writer) (int, bool) {
 	var err error
 	if f.parsed, err = quota.ParseRate(f.rate); err != nil {
 		fmt.Fprintln(stderr, "quoteflow: --rate:", strings.TrimPrefix(err.Error(), "quota: "))
+		return 2, false
+	}
+	if f.parsed.N > maxRateN || f.parsed.Per > maxTiming {
+		fmt.Fprintf(stderr, "quoteflow: --rate %s: want N from 1 to %d in a window from 1ms to %s\n", f.rate, maxRateN, maxTiming)
 		return 2, false
 	}
 	f.rateBy = cmp.Or(f.rateBy, "calls")

@@ -69,6 +69,7 @@ func TestRunRefusesWhatItCannotDo(t *testing.T) {
 		{"breaker zero probes", []string{"--breaker-probes", "0", "--addr", busy.Addr().String()}, 2, "--breaker-probes"},
 		{"breaker negative cool-down", []string{"--breaker-cooldown", "-1s", "--addr", busy.Addr().String()}, 2, "cool-down -1s"},
 		{"negative max stale", []string{"--max-stale", "-1s", "--addr", busy.Addr().String()}, 2, "--max-stale -1s"},
+		{"max stale past a day", []string{"--max-stale", "25h", "--addr", busy.Addr().String()}, 2, "--max-stale 25h0m0s"},
 		{"redis not answering", []string{"compensate", "--once", "--redis", "redis://" + busy.Addr().String() + "/0"}, 1, "cannot reach Redis"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -190,5 +191,58 @@ func TestItSaysWhereTheDataLives(t *testing.T) {
 	}
 	if want := filepath.Join(wd, "quoteflow-data", "quoteflow.db"); got != want {
 		t.Errorf("dataFile(./quoteflow-data) = %q, want %q", got, want)
+	}
+}
+
+// Every number the command takes, from a flag or from the environment, is
+// checked: NaN, an infinity or a value out of range is a usage error (exit
+// 2) whose first line names it, before anything is opened.
+func TestEveryNumberOutOfRangeIsAUsageError(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, c := range []struct {
+		says string
+		env  []string // name, value
+		args []string
+	}{
+		{"--queue-poll 1ns", nil, []string{"--queue-poll", "1ns"}}, // a busy loop
+		{"--queue-poll 0s", nil, []string{"--queue-poll", "0"}},    //
+		{"--queue-visibility 1000h0m0s", nil, []string{"--queue-visibility", "1000h"}},
+		{"QUOTEFLOW_QUEUE_VISIBILITY=\"0s\"", []string{"QUOTEFLOW_QUEUE_VISIBILITY", "0s"}, nil},
+		{"QUOTEFLOW_QUEUE_POLL=\"25h\"", []string{"QUOTEFLOW_QUEUE_POLL", "25h"}, nil},
+		{"QUOTEFLOW_QUEUE_POLL=\"NaN\"", []string{"QUOTEFLOW_QUEUE_POLL", "NaN"}, nil},
+		{"--lease-ttl 1000h0m0s", nil, []string{"--lease-ttl", "1000h"}},
+		{"--quota-poll 100ns", nil, []string{"--quota-poll", "100ns"}},
+		{"QUOTEFLOW_LEASE_TTL=\"9999999h\"", []string{"QUOTEFLOW_LEASE_TTL", "9999999h"}, nil},
+		{"QUOTEFLOW_QUOTA_POLL=\"Inf\"", []string{"QUOTEFLOW_QUOTA_POLL", "Inf"}, nil},
+		{"--rate 2000000/1s", nil, []string{"--redis", "redis://127.0.0.1:1/0", "--rate", "2000000/1s"}},
+		{"--rate 5/1000h", nil, []string{"--redis", "redis://127.0.0.1:1/0", "--rate", "5/1000h"}},
+		{"--rate: rate \"NaN/1s\"", nil, []string{"--redis", "redis://127.0.0.1:1/0", "--rate", "NaN/1s"}},
+		{"--rate: rate \"5/Inf\"", nil, []string{"--redis", "redis://127.0.0.1:1/0", "--rate", "5/Inf"}},
+		{"--budget-ratio NaN", nil, []string{"--budget-ratio", "NaN"}}, // every retry silently off
+		{"--budget-ratio +Inf", nil, []string{"--budget-ratio", "Inf"}},
+		{"--budget-ratio 0", nil, []string{"--budget-ratio", "0"}},
+		{"--budget-cap NaN", nil, []string{"--budget-cap", "NaN"}},   // an unlimited budget
+		{"--budget-cap +Inf", nil, []string{"--budget-cap", "Inf"}},  // an unlimited budget
+		{"--budget-cap -Inf", nil, []string{"--budget-cap", "-Inf"}}, //
+		{"--budget-cap 2e+06", nil, []string{"--budget-cap", "2e6"}},
+		{"-budget-cap: value out of range", nil, []string{"--budget-cap", "1e400"}},
+		{"--hedge-ceiling 1000h0m0s", nil, []string{"--hedge-ceiling", "1000h"}},
+	} {
+		t.Run(c.says, func(t *testing.T) {
+			if c.env != nil {
+				t.Setenv(c.env[0], c.env[1])
+			}
+			var stdout, stderr bytes.Buffer
+			// With the port taken, a value let through ends in exit 1, not in a server.
+			code := run(append(c.args, "--addr", busy.Addr().String(), "--data", t.TempDir()), &stdout, &stderr)
+			first, _, _ := strings.Cut(stderr.String(), "\n")
+			if code != 2 || !strings.Contains(first, c.says) {
+				t.Errorf("%v %v: exit %d, first line %q; want 2 and a line naming %q", c.env, c.args, code, first, c.says)
+			}
+		})
 	}
 }

@@ -37,20 +37,28 @@ func timingFlags(fs *flag.FlagSet) *timings {
 	return t
 }
 
+// The range of every timing: a shorter wait would spin a CPU, a longer one
+// is no setting of a lesson's service (and near the largest Duration a
+// jittered wait overflows).
+const (
+	minTiming = time.Millisecond
+	maxTiming = 24 * time.Hour
+)
+
 // duration defines flag name, defaulting to env's value when it is set.
 func (t *timings) duration(fs *flag.FlagSet, p *time.Duration, name, env string, def time.Duration, usage string) {
 	if v := os.Getenv(env); v != "" {
 		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			t.bad = append(t.bad, fmt.Sprintf("%s=%q is not a positive duration (like 300ms)", env, v))
+		if err != nil || d < minTiming || d > maxTiming {
+			t.bad = append(t.bad, fmt.Sprintf("%s=%q is not a duration from %s to %s (like 300ms)", env, v, minTiming, maxTiming))
 		} else {
 			def = d
 		}
 	}
 	fs.DurationVar(p, name, def, usage+" (env "+env+")")
 	t.check1 = append(t.check1, func() string {
-		if *p <= 0 {
-			return fmt.Sprintf("--%s %s: want a positive duration (like 300ms)", name, *p)
+		if *p < minTiming || *p > maxTiming {
+			return fmt.Sprintf("--%s %s: want a duration from %s to %s (like 300ms)", name, *p, minTiming, maxTiming)
 		}
 		return ""
 	})
