@@ -460,16 +460,16 @@ func staleWhileDown() (string, error) {
 	}
 	q := quoted(res, "boreal")
 	if q == nil || q.UnitCents != 777 {
-		return "", fmt.Errorf("boreal down %v after its good answer of 777 (MaxStale %v): boreal %q, quote %+v; want its last good quote", start.Sub(answered).Round(time.Millisecond), maxStale, code(res, "boreal"), q)
+		return "", fmt.Errorf("boreal down %v after its good answer of 777 (MaxStale %v): boreal %q; want its last good quote", start.Sub(answered).Round(time.Millisecond), maxStale, code(res, "boreal"))
 	}
 	lo, hi := float64(start.Sub(q1End))/1e6-0.01, float64(end.Sub(answered))/1e6 // age_ms is in µs
 	if !q.Stale || q.AgeMS == nil || float64(*q.AgeMS) < lo || float64(*q.AgeMS) > hi {
-		return "", fmt.Errorf("boreal's last good quote answered with stale %v, age_ms %v; want stale true and age_ms between %.1f and %.1f (when it was got and now)", q.Stale, q.AgeMS, lo, hi)
+		return "", fmt.Errorf("boreal's last good quote answered with stale %v, age_ms %s; want stale true and age_ms between %.1f and %.1f (when it was got and now)", q.Stale, ageOf(q), max(lo, 0), hi)
 	}
 	age := *q.AgeMS
 	for _, s := range []string{"atlas", "cedar"} {
 		if q := quoted(res, s); q == nil || q.Stale || q.AgeMS != nil {
-			return "", fmt.Errorf("%s answered now and is quoted %+v; want a fresh quote, not marked stale", s, q)
+			return "", fmt.Errorf("%s answered now and is quoted %v (stale %v, age_ms %s); want a fresh quote, not marked stale", s, q != nil, q != nil && q.Stale, ageOf(q))
 		}
 	}
 	time.Sleep(time.Until(answered.Add(maxStale + 300*time.Millisecond)))
@@ -478,9 +478,17 @@ func staleWhileDown() (string, error) {
 		return "", err
 	}
 	if q := quoted(res, "boreal"); q != nil {
-		return "", fmt.Errorf("%v after boreal's last good quote, MaxStale %v: it still answered (%+v); want the failure to stand", time.Since(answered).Round(time.Millisecond), maxStale, *q)
+		return "", fmt.Errorf("%v after boreal's last good quote, MaxStale %v: it still answered (%d cents, stale %v, age_ms %s); want the failure to stand", time.Since(answered).Round(time.Millisecond), maxStale, q.UnitCents, q.Stale, ageOf(q))
 	}
 	return fmt.Sprintf("boreal down: its last good quote, stale, age_ms %v; past MaxStale, %s", age, code(res, "boreal")), nil
+}
+
+// ageOf is q's age_ms as the JSON says it ("none" when absent).
+func ageOf(q *quoteflow.Quote) string {
+	if q == nil || q.AgeMS == nil {
+		return "none"
+	}
+	return fmt.Sprint(float64(*q.AgeMS))
 }
 
 // Bonus: a timeout is a failure: atlas hangs past a 300 ms budget; its
