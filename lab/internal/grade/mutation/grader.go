@@ -42,6 +42,11 @@ func (g *Grader) Accept(req grade.Request) error {
 				names = append(names, v.Name)
 			}
 		}
+		if gen, err := Generated(req.Root, l); err == nil {
+			for _, v := range gen {
+				names = append(names, v.Name)
+			}
+		}
 		if !slices.Contains(names, req.Only) {
 			return fmt.Errorf("--only %s: %s has no mutant or wheat of that name (its checks: %s)", req.Only, l.Exercise(), strings.Join(names, ", "))
 		}
