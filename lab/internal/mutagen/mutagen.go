@@ -616,8 +616,8 @@ func oneLine(s string) string {
 		}
 	}
 	s = strings.Join(parts, " ⏎ ")
-	if len(s) > 120 {
-		s = s[:117] + "..."
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:117]) + "..."
 	}
 	return s
 }

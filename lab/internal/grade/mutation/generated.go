@@ -58,7 +58,8 @@ func ReadGenerated(root string, l course.Lesson) (*mutagen.Results, error) {
 }
 
 // Generated returns the lesson's generated mutants that an answer must
-// catch (required in generated.txt), as checks like the hand-written ones,
+// catch (required in generated.txt, and breaking a stated property by the
+// messages table of properties.md), as checks like the hand-written ones,
 // made from the checkpoint as it is now. A lesson with no generated.txt
 // has none. A required name the generator no longer makes is an error:
 // generated.txt is stale (the course's test says so first).
@@ -93,6 +94,9 @@ func Generated(root string, l course.Lesson) ([]variant.Variant, error) {
 			return nil, fmt.Errorf("%s: %s is no longer generated as recorded (the checkpoint changed since the kill-set run): run `%s`", GeneratedFile(l), e.Name, KillSetCommand(l))
 		}
 		e.Property = PropertyOf(rows, e.Says)
+		if !Stated(e.Property) {
+			continue // beyond what the exercise states: not required of an answer
+		}
 		vs = append(vs, generatedVariant(l, m, e))
 	}
 	return vs, nil
@@ -173,6 +177,18 @@ func Messages(root string, l course.Lesson) (rows []MessageRow, props []string, 
 	}
 	return rows, props, nil
 }
+
+// NotStated starts a messages row's property cell when what the reference
+// says on a mutant breaks no property the exercise states (a control of the
+// reference's own, a check beyond the starter's list): such a mutant is not
+// required, however reliably the reference catches it, since an answer
+// that checks exactly what is stated passes it. The rest of the cell says
+// why; the lesson's page or starter may state it later.
+const NotStated = "not stated:"
+
+// Stated reports whether a messages row's property cell names a stated
+// property (not NotStated).
+func Stated(property string) bool { return property != "" && !strings.HasPrefix(property, NotStated) }
 
 // PropertyOf is the property the first row whose part the message holds
 // names, or "".
