@@ -111,18 +111,22 @@ func generatedVariant(l course.Lesson, m mutagen.Mutant, e mutagen.Entry) varian
 	return v
 }
 
-// normalize makes a failure's last line comparable from run to run: ports,
-// durations, hex identifiers and long numbers vary.
+// normalizeSays makes a failure's line comparable from run to run: ports,
+// durations, pointers, hex identifiers and decimal figures vary.
 func normalizeSays(line string) string {
 	line = portRE.ReplaceAllString(line, "127.0.0.1:PORT")
 	line = durationRE.ReplaceAllString(line, "DUR")
+	line = pointerRE.ReplaceAllString(line, "PTR")
 	line = hexRE.ReplaceAllString(line, "HEX")
+	line = decimalRE.ReplaceAllString(line, "NUM")
 	return strings.TrimSpace(line)
 }
 
 var (
 	durationRE = regexp.MustCompile(`\b[0-9]+(\.[0-9]+)?(ns|µs|us|ms|s|m|h)([0-9]+(\.[0-9]+)?(ns|µs|us|ms|s))*\b`)
 	hexRE      = regexp.MustCompile(`\b[0-9a-f]{8,}\b`)
+	pointerRE  = regexp.MustCompile(`\b0x[0-9a-f]+\b`)
+	decimalRE  = regexp.MustCompile(`\b[0-9]+\.[0-9]+\b`) // a measured figure: elapsed_ms 0.256`
 )
 
 // A MessageRow maps what the reference says on a mutant to the property of

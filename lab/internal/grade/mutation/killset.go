@@ -165,7 +165,7 @@ func KillSet(ctx context.Context, req grade.Request, runs int, prev *mutagen.Res
 				o.busy++
 			case killed(res):
 				o.killed++
-				o.says[normalizeSays(report.LastLine(res.Output))]++
+				o.says[says(res)]++
 			case res.TimedOut:
 				o.hung++
 			}
@@ -227,7 +227,17 @@ func KillSet(ctx context.Context, req grade.Request, runs int, prev *mutagen.Res
 
 // timed: the failure's line carries a measured time.
 func timed(res runner.Result) bool {
-	return strings.Contains(normalizeSays(report.LastLine(res.Output)), "DUR")
+	return strings.Contains(says(res), "DUR")
+}
+
+// says is what the reference said when it failed: its last line, or for a
+// panic the panic's own line (the last line is then a stack frame).
+func says(res runner.Result) string {
+	if i := strings.Index(res.Output, "panic: "); i >= 0 {
+		line, _, _ := strings.Cut(res.Output[i:], "\n")
+		return normalizeSays(line)
+	}
+	return normalizeSays(report.LastLine(res.Output))
 }
 
 // killed: the reference failed on the mutant, by itself (not killed by lab,
