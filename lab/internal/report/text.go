@@ -154,7 +154,7 @@ func writeGenerated(w io.Writer, gen []Prop, notRun bool) {
 	fmt.Fprintf(w, "generated mutants (every small edit of the code the exercise is about that the reference answer catches): %d of %d caught\n", caught, len(gen))
 	for _, p := range bad {
 		g := p.Generated
-		fmt.Fprintf(w, "  %-10s %-8s  %s\n", StatusWord(p), g.Op, p.Name)
+		fmt.Fprintf(w, "  %-10s %-14s %s\n", StatusWord(p), g.Op, p.Name)
 		fmt.Fprintf(w, "%23sat %s: %s\n", "", g.Where, g.Edit)
 		for i, line := range wrap("it breaks: "+g.Property, 70) {
 			if i > 0 {
