@@ -137,7 +137,7 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 		js = c.variants(vctx, b, vs[:handWritten])
 	}
 	<-refDone
-	js = c.generated(vctx, b, vs, handWritten, ref, js)
+	js = c.generated(vctx, b, vs, handWritten, ref, js, start)
 	if b.mainRes.OK() {
 		ref = c.secondRound(vctx, b, vs, ref, js)
 	}

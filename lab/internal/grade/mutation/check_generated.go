@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"quoteflowlab.dev/lab/internal/grade"
 	"quoteflowlab.dev/lab/internal/report"
@@ -47,7 +48,7 @@ func newProp(v variant.Variant) report.Prop {
 // left not run: the first things to fix are those the hand-written checks
 // name, with their stories. It returns js extended by the generated
 // mutants' outcomes when they ran.
-func (c *checker) generated(ctx context.Context, b *builds, vs []variant.Variant, hand int, ref judged, js []judged) []judged {
+func (c *checker) generated(ctx context.Context, b *builds, vs []variant.Variant, hand int, ref judged, js []judged, start time.Time) []judged {
 	if hand == len(vs) || !b.mainRes.OK() || ctx.Err() != nil || !(ref.good || ref.look) || len(js) < hand {
 		return js
 	}
@@ -60,6 +61,8 @@ func (c *checker) generated(ctx context.Context, b *builds, vs []variant.Variant
 			return js
 		}
 	}
+	// Where the hand-written part's verdict would have been (--timings).
+	c.step("wait", fmt.Sprintf("the hand-written checks, from the start of the check (then %d generated mutants run)", len(vs)-hand), time.Since(start))
 	return append(js, c.variantsFrom(ctx, b, vs, hand)...)
 }
 

@@ -93,7 +93,7 @@ func Generated(root string, l course.Lesson) ([]variant.Variant, error) {
 		if !ok || m.Edit() != e.Edit {
 			return nil, fmt.Errorf("%s: %s is no longer generated as recorded (the checkpoint changed since the kill-set run): run `%s`", GeneratedFile(l), e.Name, KillSetCommand(l))
 		}
-		e.Property = PropertyOf(rows, e.Says)
+		e.Property = PropertyOf(rows, e)
 		if !Stated(e.Property) {
 			continue // beyond what the exercise states: not required of an answer
 		}
@@ -190,21 +190,29 @@ func Messages(root string, l course.Lesson) (rows []MessageRow, props []string, 
 // why; the lesson's page or starter may state it later.
 const NotStated = "not stated:"
 
+// Crash starts a messages row's property cell for a mutant that makes the
+// service panic (or the runtime stop) on a scenario every answer must run:
+// every answer fails on it, whatever it checks, so it is required without
+// a row of the properties table. The rest of the cell says on what.
+const Crash = "crash:"
+
 // Stated reports whether a messages row's property cell names a stated
 // property (not NotStated).
 func Stated(property string) bool { return property != "" && !strings.HasPrefix(property, NotStated) }
 
-// PropertyOf is the property the first row whose part the message holds
-// names, or "".
-func PropertyOf(rows []MessageRow, says string) string {
+// PropertyOf is the property of the first row whose part the entry's
+// message, or its place ("... @ queue/stream.go:230 (Stream.Lease)"),
+// holds, or "". A place lets two mutants that fail with the same words in
+// different functions (a panic's line) map apart.
+func PropertyOf(rows []MessageRow, e mutagen.Entry) string {
+	key := strings.ToLower(e.Says + " @ " + e.Where)
 	for _, r := range rows {
-		if strings.Contains(strings.ToLower(says), strings.ToLower(r.Contains)) {
+		if strings.Contains(key, strings.ToLower(r.Contains)) {
 			return r.Property
 		}
 	}
 	return ""
 }
-
 // GeneratedMutant returns the generated mutant named name (any of the
 // lesson's scope, required or not) and its entry in generated.txt when it
 // has one.

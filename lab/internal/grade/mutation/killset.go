@@ -225,17 +225,22 @@ func KillSet(ctx context.Context, req grade.Request, runs int, prev *mutagen.Res
 	return res, nil
 }
 
-// timed: the failure's line carries a measured time.
+// timed: the failure's line carries a measured time, or says that a
+// deadline or a timeout ran out: what load alone can make happen.
 func timed(res runner.Result) bool {
-	return strings.Contains(says(res), "DUR")
+	s := strings.ToLower(says(res))
+	return strings.Contains(s, "dur") || strings.Contains(s, "deadline exceeded") || strings.Contains(s, "timeout") || strings.Contains(s, "timed out") || strings.Contains(s, "took")
 }
 
 // says is what the reference said when it failed: its last line, or for a
-// panic the panic's own line (the last line is then a stack frame).
+// panic or a fatal error (a mutex unlocked twice) its own line (the last
+// line is then a stack frame).
 func says(res runner.Result) string {
-	if i := strings.Index(res.Output, "panic: "); i >= 0 {
-		line, _, _ := strings.Cut(res.Output[i:], "\n")
-		return normalizeSays(line)
+	for _, p := range []string{"panic: ", "fatal error: "} {
+		if i := strings.Index(res.Output, p); i >= 0 {
+			line, _, _ := strings.Cut(res.Output[i:], "\n")
+			return normalizeSays(line)
+		}
 	}
 	return normalizeSays(report.LastLine(res.Output))
 }
