@@ -22,10 +22,11 @@ import (
 )
 
 // killsetRetries is how many more times a run the machine held back is
-// run. A failure while busy whose line carries a measured time may be the
-// load's (a timing check that a quiet machine passes), and a mutant
-// required on it would fail a correct answer on a quiet machine: it counts
-// only once a run is not held back. A failure that names a wrong status,
+// run. A failure while busy whose line carries a measured time or names a
+// deadline may be the load's (a timing check that a quiet machine passes),
+// and a mutant required on it would fail a correct answer on a quiet
+// machine: it counts once a run is not held back, or when every run that
+// was held back failed with the same line word for word (sameWords). A failure that names a wrong status,
 // code or count counts at once (load changes when things happen, not what
 // they say), and so does a pass: load delays, it does not make a check
 // pass.
@@ -117,10 +118,11 @@ func KillSet(ctx context.Context, req grade.Request, runs int, prev *mutagen.Res
 	type outcome struct {
 		killed, hung, busy int
 		says               map[string]int
+		busyLines          map[string]int // timing failures while held back: their lines, ports aside
 	}
 	outs := make([]outcome, len(ms))
 	for i := range outs {
-		outs[i].says = map[string]int{}
+		outs[i].says, outs[i].busyLines = map[string]int{}, map[string]int{}
 	}
 	type task struct{ i int }
 	var tasks []task
@@ -163,6 +165,8 @@ func KillSet(ctx context.Context, req grade.Request, runs int, prev *mutagen.Res
 				o.hung++ // never built: never killed
 			case busy:
 				o.busy++
+				o.busyLines[portRE.ReplaceAllString(report.LastLine(res.Output), "127.0.0.1:PORT")]++
+				o.says[says(res)]++
 			case killed(res):
 				o.killed++
 				o.says[says(res)]++
@@ -191,7 +195,7 @@ func KillSet(ctx context.Context, req grade.Request, runs int, prev *mutagen.Res
 		e := mutagen.Entry{Name: m.Name, Op: m.Op, Where: m.Where(l.Checkpoint()), Edit: m.Edit(), Killed: o.killed}
 		e.Says = mostSaid(o.says)
 		switch {
-		case o.killed == runs:
+		case o.killed == runs || o.killed+o.busy == runs && sameWords(o.busyLines, o.busy):
 			e.Status = mutagen.Required
 			p := place{m.File + " " + m.Func, e.Says}
 			if rep, ok := first[p]; ok {
@@ -223,6 +227,15 @@ func KillSet(ctx context.Context, req grade.Request, runs int, prev *mutagen.Res
 	fmt.Fprintf(log, "%s: %d required (+%d merged into them), %d survivors, %d unstable, %d hang; %.0f s in all\n",
 		l.Exercise(), res.Count(mutagen.Required), res.Count(mutagen.Merged), res.Count(mutagen.Survivor), res.Count(mutagen.Unstable), res.Count(mutagen.Hangs), time.Since(start).Seconds())
 	return res, nil
+}
+
+// sameWords: the timing failures of runs the machine held back, busy of
+// them, all said the same line word for word, at least twice: load changes
+// when things happen, and a line with a measured figure differs from run to
+// run, so a failure that repeats exactly is the mutant's, not the load's
+// (the rule lab check applies to a correct build's second round).
+func sameWords(lines map[string]int, busy int) bool {
+	return busy >= 2 && len(lines) == 1
 }
 
 // timed: the failure's line carries a measured time, or says that a
