@@ -1166,13 +1166,14 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// cmdWeaken implements `weaken SRC DST OLD NEW`: copy the answer folder SRC
-// (relative to $REPO) to DST, with the text of file OLD replaced, exactly
-// once, by the text of file NEW in DST's main.go: a reference answer with
-// one check loosened, as a weak answer would have it.
+// cmdWeaken implements `weaken SRC DST OLD NEW [OLD NEW]...`: copy the
+// answer folder SRC (relative to $REPO) to DST, with the text of each file
+// OLD replaced, exactly once, by the text of the file NEW after it, in
+// DST's main.go: a reference answer with a check loosened, as a weak
+// answer would have it.
 func cmdWeaken(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 4 {
-		ts.Fatalf("usage: weaken SRC DST OLD NEW")
+	if neg || len(args) < 4 || len(args)%2 != 0 {
+		ts.Fatalf("usage: weaken SRC DST OLD NEW [OLD NEW]...")
 	}
 	src := filepath.Join(ts.Getenv("REPO"), filepath.FromSlash(args[0]))
 	dst := ts.MkAbs(args[1])
@@ -1187,9 +1188,13 @@ func cmdWeaken(ts *testscript.TestScript, neg bool, args []string) {
 	main := filepath.Join(dst, "main.go")
 	data, err := os.ReadFile(main)
 	ts.Check(err)
-	old, new := ts.ReadFile(args[2]), ts.ReadFile(args[3])
-	if n := strings.Count(string(data), old); n != 1 {
-		ts.Fatalf("%s: the text of %s occurs %d times in main.go, want once", args[0], args[2], n)
+	text := string(data)
+	for i := 2; i < len(args); i += 2 {
+		old, new := ts.ReadFile(args[i]), ts.ReadFile(args[i+1])
+		if n := strings.Count(text, old); n != 1 {
+			ts.Fatalf("%s: the text of %s occurs %d times in main.go, want once", args[0], args[i], n)
+		}
+		text = strings.Replace(text, old, new, 1)
 	}
-	ts.Check(os.WriteFile(main, []byte(strings.Replace(string(data), old, new, 1)), 0o644))
+	ts.Check(os.WriteFile(main, []byte(text), 0o644))
 }

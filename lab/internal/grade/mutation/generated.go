@@ -213,6 +213,7 @@ func PropertyOf(rows []MessageRow, e mutagen.Entry) string {
 	}
 	return ""
 }
+
 // GeneratedMutant returns the generated mutant named name (any of the
 // lesson's scope, required or not) and its entry in generated.txt when it
 // has one.
