@@ -206,6 +206,7 @@ func TestScripts(t *testing.T) {
 			"grab":      cmdGrab,
 			"exclusive": cmdExclusive,
 			"checked":   cmdChecked,
+			"weaken":    cmdWeaken,
 			"quoteflow": cmdQuoteflow,
 			"passes":    cmdPasses,
 		},
@@ -862,7 +863,15 @@ func cmdChecked(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("%s is not reported as it must be (%s); the check printed:\n%s", name, want, stdout)
 		}
 	}
+	gen, err := cli.GeneratedRequired(ts.Getenv("REPO"), l)
+	ts.Check(err)
 	score := fmt.Sprintf("mutation score: required %d/%d, bonus %d/%d; wheats passed %d/%d", required, required, bonus, bonus, wheats, wheats)
+	if gen > 0 {
+		score += fmt.Sprintf("; generated %d/%d", gen, gen)
+		if !strings.Contains(stdout, fmt.Sprintf("): %d of %d caught\n", gen, gen)) {
+			ts.Fatalf("the generated mutants are not reported %d of %d caught", gen, gen)
+		}
+	}
 	if !strings.Contains(stdout, "\n"+score+"\n") {
 		ts.Fatalf("no line %q", score)
 	}
@@ -871,13 +880,16 @@ func cmdChecked(ts *testscript.TestScript, neg bool, args []string) {
 	if bonus > 0 {
 		verdict += fmt.Sprintf(" (bonus: %d/%d)", bonus, bonus)
 	}
+	if gen > 0 {
+		verdict += fmt.Sprintf(" and %d/%d generated ones", gen, gen)
+	}
 	if wheats > 0 {
 		verdict += fmt.Sprintf(", and passes %d/%d wheats", wheats, wheats)
 	}
 	if !strings.Contains(stdout, "\n"+verdict+".\n") {
 		ts.Fatalf("no line %q", verdict+".")
 	}
-	ts.Logf("%s: %d required and %d bonus mutants caught, %d wheats passed", args[0], required, bonus, wheats)
+	ts.Logf("%s: %d required, %d bonus and %d generated mutants caught, %d wheats passed", args[0], required, bonus, gen, wheats)
 }
 
 // header returns the value of a "key: value" line before a check's first
@@ -1236,4 +1248,37 @@ func freeAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// cmdWeaken implements `weaken SRC DST OLD NEW [OLD NEW]...`: copy the
+// answer folder SRC (relative to $REPO) to DST, with the text of each file
+// OLD replaced, exactly once, by the text of the file NEW after it, in
+// DST's main.go: a reference answer with a check loosened, as a weak
+// answer would have it.
+func cmdWeaken(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 4 || len(args)%2 != 0 {
+		ts.Fatalf("usage: weaken SRC DST OLD NEW [OLD NEW]...")
+	}
+	src := filepath.Join(ts.Getenv("REPO"), filepath.FromSlash(args[0]))
+	dst := ts.MkAbs(args[1])
+	ts.Check(os.MkdirAll(dst, 0o755))
+	files, err := filepath.Glob(filepath.Join(src, "*.go"))
+	ts.Check(err)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		ts.Check(err)
+		ts.Check(os.WriteFile(filepath.Join(dst, filepath.Base(f)), data, 0o644))
+	}
+	main := filepath.Join(dst, "main.go")
+	data, err := os.ReadFile(main)
+	ts.Check(err)
+	text := string(data)
+	for i := 2; i < len(args); i += 2 {
+		old, new := ts.ReadFile(args[i]), ts.ReadFile(args[i+1])
+		if n := strings.Count(text, old); n != 1 {
+			ts.Fatalf("%s: the text of %s occurs %d times in main.go, want once", args[0], args[i], n)
+		}
+		text = strings.Replace(text, old, new, 1)
+	}
+	ts.Check(os.WriteFile(main, []byte(text), 0o644))
 }
