@@ -72,6 +72,44 @@ func (r *Results) Entry(name string) (Entry, bool) {
 	return r.Entries[i], true
 }
 
+// ReviewFor returns the review of an earlier run that still holds for e (a
+// survivor or a hang): the entry of the same name with the same edit and
+// status; else, as mutants are numbered by their place in a function and
+// an added line renumbers the rest, the one review given to every entry of
+// the same edit, operator, file, function and status. A review applies to
+// the edit, not to the name: none is guessed when two such entries read
+// differently.
+func (r *Results) ReviewFor(e Entry) string {
+	if r == nil {
+		return ""
+	}
+	if pe, ok := r.Entry(e.Name); ok && pe.Edit == e.Edit && pe.Status == e.Status && pe.Review != "" {
+		return pe.Review
+	}
+	review := ""
+	for _, pe := range r.Entries {
+		if pe.Review == "" || pe.Edit != e.Edit || pe.Op != e.Op || pe.Status != e.Status || placeOf(pe.Where) != placeOf(e.Where) {
+			continue
+		}
+		if review != "" && review != pe.Review {
+			return ""
+		}
+		review = pe.Review
+	}
+	return review
+}
+
+// placeOf drops the line number of a place: "hedge/hedge.go:78 (Do)" is
+// "hedge/hedge.go (Do)".
+func placeOf(where string) string {
+	file, rest, ok := strings.Cut(where, ":")
+	if !ok {
+		return where
+	}
+	_, fn, _ := strings.Cut(rest, " ")
+	return file + " " + fn
+}
+
 // Write renders r as text (generated.txt).
 func (r *Results) Write(w io.Writer) error {
 	b := bufio.NewWriter(w)

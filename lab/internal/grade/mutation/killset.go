@@ -216,11 +216,7 @@ func KillSet(ctx context.Context, req grade.Request, runs int, prev *mutagen.Res
 			e.Review += ": not required"
 		}
 		if e.Status == mutagen.Survivor || e.Status == mutagen.Hangs {
-			if prev != nil {
-				if pe, ok := prev.Entry(m.Name); ok && pe.Edit == e.Edit && pe.Status == e.Status {
-					e.Review = pe.Review
-				}
-			}
+			e.Review = prev.ReviewFor(e)
 		}
 		res.Entries = append(res.Entries, e)
 	}
