@@ -447,7 +447,8 @@ func checkpointCount() string {
 // the suite runs dozens of gradings at once, and a correct answer is never
 // to be failed for that, nor taken as passed without a verdict. Before the
 // second run it waits, at most quietWait, for the machine to be less busy
-// (in CI the checkpoints' suites run under the race detector beside it).
+// (pressure.WaitQuieter; in CI the checkpoints' suites run under the race
+// detector beside it).
 // Any other exit code, or a second INCONCLUSIVE, fails the script. Its
 // stdout and stderr are the last run's.
 func cmdPasses(ts *testscript.TestScript, neg bool, args []string) {
@@ -457,7 +458,7 @@ func cmdPasses(ts *testscript.TestScript, neg bool, args []string) {
 	err := ts.Exec("lab", args...)
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == 3 {
-		ts.Logf("lab %s: INCONCLUSIVE (the machine was too busy to judge): checked once more, %s", strings.Join(args, " "), waitForQuieter())
+		ts.Logf("lab %s: INCONCLUSIVE (the machine was too busy to judge): checked once more, %s", strings.Join(args, " "), pressure.WaitQuieter(context.Background(), quietWait))
 		err = ts.Exec("lab", args...)
 	}
 	if err != nil {
@@ -465,32 +466,8 @@ func cmdPasses(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// quietWait bounds how long waitForQuieter waits.
+// quietWait bounds how long cmdPasses waits for a quieter machine.
 const quietWait = 90 * time.Second
-
-// waitForQuieter waits until, over one second, tasks waited for a CPU
-// less than half the time (Linux's CPU pressure), at most quietWait, and
-// says how long it waited and whether the machine was quieter then. Where
-// the pressure is not reported it does not wait.
-func waitForQuieter() string {
-	start := time.Now()
-	prev, ok := pressure.CPUStall()
-	if !ok {
-		return "at once (no CPU pressure to wait on)"
-	}
-	at := start
-	for time.Since(start) < quietWait {
-		time.Sleep(time.Second)
-		cur, _ := pressure.CPUStall()
-		now := time.Now()
-		share := float64(cur-prev) / float64(now.Sub(at))
-		if share < 0.5 {
-			return fmt.Sprintf("after %s, once tasks waited for a CPU %.0f%% of a second", now.Sub(start).Round(time.Second), 100*share)
-		}
-		prev, at = cur, now
-	}
-	return fmt.Sprintf("after %s, the machine still busy", quietWait)
-}
 
 // pathWithoutScriptCommands is PATH without the directory testscript puts
 // first for the commands it runs from the test binary (lab, httpc).
