@@ -206,6 +206,7 @@ func TestScripts(t *testing.T) {
 			"grab":      cmdGrab,
 			"exclusive": cmdExclusive,
 			"checked":   cmdChecked,
+			"weaken":    cmdWeaken,
 			"quoteflow": cmdQuoteflow,
 			"passes":    cmdPasses,
 		},
@@ -446,7 +447,8 @@ func checkpointCount() string {
 // the suite runs dozens of gradings at once, and a correct answer is never
 // to be failed for that, nor taken as passed without a verdict. Before the
 // second run it waits, at most quietWait, for the machine to be less busy
-// (in CI the checkpoints' suites run under the race detector beside it).
+// (pressure.WaitQuieter; in CI the checkpoints' suites run under the race
+// detector beside it).
 // Any other exit code, or a second INCONCLUSIVE, fails the script. Its
 // stdout and stderr are the last run's.
 func cmdPasses(ts *testscript.TestScript, neg bool, args []string) {
@@ -456,7 +458,7 @@ func cmdPasses(ts *testscript.TestScript, neg bool, args []string) {
 	err := ts.Exec("lab", args...)
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == 3 {
-		ts.Logf("lab %s: INCONCLUSIVE (the machine was too busy to judge): checked once more, %s", strings.Join(args, " "), waitForQuieter())
+		ts.Logf("lab %s: INCONCLUSIVE (the machine was too busy to judge): checked once more, %s", strings.Join(args, " "), pressure.WaitQuieter(context.Background(), quietWait))
 		err = ts.Exec("lab", args...)
 	}
 	if err != nil {
@@ -464,32 +466,8 @@ func cmdPasses(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// quietWait bounds how long waitForQuieter waits.
+// quietWait bounds how long cmdPasses waits for a quieter machine.
 const quietWait = 90 * time.Second
-
-// waitForQuieter waits until, over one second, tasks waited for a CPU
-// less than half the time (Linux's CPU pressure), at most quietWait, and
-// says how long it waited and whether the machine was quieter then. Where
-// the pressure is not reported it does not wait.
-func waitForQuieter() string {
-	start := time.Now()
-	prev, ok := pressure.CPUStall()
-	if !ok {
-		return "at once (no CPU pressure to wait on)"
-	}
-	at := start
-	for time.Since(start) < quietWait {
-		time.Sleep(time.Second)
-		cur, _ := pressure.CPUStall()
-		now := time.Now()
-		share := float64(cur-prev) / float64(now.Sub(at))
-		if share < 0.5 {
-			return fmt.Sprintf("after %s, once tasks waited for a CPU %.0f%% of a second", now.Sub(start).Round(time.Second), 100*share)
-		}
-		prev, at = cur, now
-	}
-	return fmt.Sprintf("after %s, the machine still busy", quietWait)
-}
 
 // pathWithoutScriptCommands is PATH without the directory testscript puts
 // first for the commands it runs from the test binary (lab, httpc).
@@ -863,7 +841,15 @@ func cmdChecked(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("%s is not reported as it must be (%s); the check printed:\n%s", name, want, stdout)
 		}
 	}
+	gen, err := cli.GeneratedRequired(ts.Getenv("REPO"), l)
+	ts.Check(err)
 	score := fmt.Sprintf("mutation score: required %d/%d, bonus %d/%d; wheats passed %d/%d", required, required, bonus, bonus, wheats, wheats)
+	if gen > 0 {
+		score += fmt.Sprintf("; generated %d/%d", gen, gen)
+		if !strings.Contains(stdout, fmt.Sprintf("): %d of %d caught\n", gen, gen)) {
+			ts.Fatalf("the generated mutants are not reported %d of %d caught", gen, gen)
+		}
+	}
 	if !strings.Contains(stdout, "\n"+score+"\n") {
 		ts.Fatalf("no line %q", score)
 	}
@@ -872,13 +858,16 @@ func cmdChecked(ts *testscript.TestScript, neg bool, args []string) {
 	if bonus > 0 {
 		verdict += fmt.Sprintf(" (bonus: %d/%d)", bonus, bonus)
 	}
+	if gen > 0 {
+		verdict += fmt.Sprintf(" and %d/%d generated ones", gen, gen)
+	}
 	if wheats > 0 {
 		verdict += fmt.Sprintf(", and passes %d/%d wheats", wheats, wheats)
 	}
 	if !strings.Contains(stdout, "\n"+verdict+".\n") {
 		ts.Fatalf("no line %q", verdict+".")
 	}
-	ts.Logf("%s: %d required and %d bonus mutants caught, %d wheats passed", args[0], required, bonus, wheats)
+	ts.Logf("%s: %d required, %d bonus and %d generated mutants caught, %d wheats passed", args[0], required, bonus, gen, wheats)
 }
 
 // header returns the value of a "key: value" line before a check's first
@@ -1237,4 +1226,37 @@ func freeAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// cmdWeaken implements `weaken SRC DST OLD NEW [OLD NEW]...`: copy the
+// answer folder SRC (relative to $REPO) to DST, with the text of each file
+// OLD replaced, exactly once, by the text of the file NEW after it, in
+// DST's main.go: a reference answer with a check loosened, as a weak
+// answer would have it.
+func cmdWeaken(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 4 || len(args)%2 != 0 {
+		ts.Fatalf("usage: weaken SRC DST OLD NEW [OLD NEW]...")
+	}
+	src := filepath.Join(ts.Getenv("REPO"), filepath.FromSlash(args[0]))
+	dst := ts.MkAbs(args[1])
+	ts.Check(os.MkdirAll(dst, 0o755))
+	files, err := filepath.Glob(filepath.Join(src, "*.go"))
+	ts.Check(err)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		ts.Check(err)
+		ts.Check(os.WriteFile(filepath.Join(dst, filepath.Base(f)), data, 0o644))
+	}
+	main := filepath.Join(dst, "main.go")
+	data, err := os.ReadFile(main)
+	ts.Check(err)
+	text := string(data)
+	for i := 2; i < len(args); i += 2 {
+		old, new := ts.ReadFile(args[i]), ts.ReadFile(args[i+1])
+		if n := strings.Count(text, old); n != 1 {
+			ts.Fatalf("%s: the text of %s occurs %d times in main.go, want once", args[0], args[i], n)
+		}
+		text = strings.Replace(text, old, new, 1)
+	}
+	ts.Check(os.WriteFile(main, []byte(text), 0o644))
 }

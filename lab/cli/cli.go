@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/grade/mutation"
 	"quoteflowlab.dev/lab/internal/runner"
 )
 
@@ -89,3 +90,10 @@ func usage(w io.Writer) {
 // Lesson returns the manifest's lesson of an exercise name ("E14"), for the
 // testscripts, which cannot import the manifest's package.
 func Lesson(exercise string) (course.Lesson, error) { return course.ParseExercise(exercise) }
+
+// GeneratedRequired is how many generated mutants lab check requires of an
+// answer to exercise l (for the testscripts, which derive their counts).
+func GeneratedRequired(root string, l course.Lesson) (int, error) {
+	vs, err := mutation.Generated(root, l)
+	return len(vs), err
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/rogpeppe/go-internal/diff"
 
 	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/grade/mutation"
 	"quoteflowlab.dev/lab/internal/variant"
 )
 
@@ -36,6 +37,9 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "lab show: %v\n", err)
 		return 1
+	}
+	if strings.HasPrefix(pos[1], "gen_") {
+		return showGenerated(root, lesson, pos[1], stdout, stderr)
 	}
 	var names []string
 	for _, v := range vs {
@@ -66,4 +70,41 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	return usageError(fs, stderr, "%s has no check %q (its checks: %s)", lesson.Exercise(), pos[1], strings.Join(names, ", "))
+}
+
+// showGenerated shows a generated mutant: what the kill-set run recorded of
+// it, and its edit as a diff.
+func showGenerated(root string, lesson course.Lesson, name string, stdout, stderr io.Writer) int {
+	m, e, err := mutation.GeneratedMutant(root, lesson, name)
+	if err != nil {
+		fmt.Fprintf(stderr, "lab show: %v\n", err)
+		return 1
+	}
+	orig, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(m.File)))
+	if err != nil {
+		fmt.Fprintf(stderr, "lab show: %v\n", err)
+		return 1
+	}
+	edited, err := m.Apply(string(orig))
+	if err != nil {
+		fmt.Fprintf(stderr, "lab show: %v\n", err)
+		return 1
+	}
+	status := "not in " + mutation.GeneratedFile(lesson)
+	if e != nil {
+		status = e.Status
+		if e.MergedInto != "" {
+			status += " into " + e.MergedInto
+		}
+	}
+	fmt.Fprintf(stdout, "%s %s (generated mutant, %s): %s at %s\n", lesson.Exercise(), name, status, m.Op, m.Where(lesson.Checkpoint()))
+	if e != nil && e.Says != "" {
+		fmt.Fprintf(stdout, "the reference answer says: %s\n", e.Says)
+	}
+	if e != nil && e.Review != "" {
+		fmt.Fprintf(stdout, "review: %s\n", e.Review)
+	}
+	fmt.Fprintf(stdout, "generated from %s (listed in %s)\n\n", mutation.ScopeFile(lesson), mutation.GeneratedFile(lesson))
+	stdout.Write(diff.Diff("a/"+m.File, orig, "b/"+m.File, []byte(edited)))
+	return 0
 }

@@ -1,11 +1,11 @@
 package quoteflow
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -495,8 +495,12 @@ func TestARenewalStuckInAStalledRedisDoesNotHoldTheAnswer(t *testing.T) {
 const oneLine = `{"items":[{"sku":"KB-001","quantity":1}],"scenario":"normal"}`
 
 // replyGate is a TCP proxy to a Redis server that forwards every command and
-// can stop forwarding the replies: what a client sees when the network
-// drops packets one way, or when Redis ran a command and its answer is lost.
+// can stop forwarding the replies to scripts: what a client sees when Redis
+// ran a script and its answer is lost. While muted, a connection that sends
+// a script (EVAL, EVALSHA) gets no reply from then on; the others, and the
+// handshake of a connection opened meanwhile, are answered. (Muting every
+// reply kept the handshake of a new connection from completing: a write
+// that needed one was never sent, and Redis never ran it.)
 type replyGate struct {
 	ln    net.Listener
 	to    string
@@ -534,12 +538,32 @@ func (g *replyGate) serve() {
 		g.mu.Lock()
 		g.conns = append(g.conns, c, r)
 		g.mu.Unlock()
-		g.wg.Go(func() { io.Copy(r, c) })
+		var lost atomic.Bool // this connection sent a script while muted
+		g.wg.Go(func() {
+			buf, tail := make([]byte, 32<<10), []byte{}
+			for {
+				n, err := c.Read(buf)
+				if n > 0 {
+					seen := bytes.ToLower(append(tail, buf[:n]...))
+					if g.muted.Load() && (bytes.Contains(seen, []byte("\r\neval\r\n")) || bytes.Contains(seen, []byte("\r\nevalsha\r\n"))) {
+						lost.Store(true)
+					}
+					tail = seen[max(len(seen)-16, 0):]
+					if _, err := r.Write(buf[:n]); err != nil {
+						return
+					}
+				}
+				if err != nil {
+					r.Close()
+					return
+				}
+			}
+		})
 		g.wg.Go(func() {
 			buf := make([]byte, 32<<10)
 			for {
 				n, err := r.Read(buf)
-				if n > 0 && !g.muted.Load() {
+				if n > 0 && !(g.muted.Load() && lost.Load()) {
 					c.Write(buf[:n])
 				}
 				if err != nil {
@@ -574,7 +598,7 @@ func TestABasketWhoseWriteIsNotConfirmedIsNotSaidToBeLost(t *testing.T) {
 	var arrived atomic.Int64
 	answer := func(r *http.Request, n int) (*http.Response, error) {
 		// Each call holds its slot before it reaches the supplier: once all
-		// three have, Redis's replies are lost; the write comes after.
+		// three have, Redis's replies to scripts are lost; the write comes after.
 		if arrived.Add(1) == 3 {
 			gate.muted.Store(true)
 		}

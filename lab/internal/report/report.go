@@ -152,6 +152,19 @@ type Prop struct {
 	// ElapsedMS: mutants and wheats, the wall time of this build's runs
 	// (re-runs included), from the first run's start to the last one's end.
 	ElapsedMS int64 `json:"elapsed_ms,omitempty"`
+	// Generated: a mutant made by the generator (lab/internal/mutagen),
+	// required because the reference answer catches it every time. They
+	// run once every hand-written mutant is caught, and are shown as a
+	// group.
+	Generated *GeneratedFrom `json:"generated,omitempty"`
+}
+
+// GeneratedFrom says where a generated mutant comes from.
+type GeneratedFrom struct {
+	Op       string `json:"op"`       // the operator: boundary, case_removed, const_inc, ...
+	Where    string `json:"where"`    // "quoteflow/retry.go:45 (Service.withRetry)"
+	Edit     string `json:"edit"`     // "`a < b` → `a <= b`"
+	Property string `json:"property"` // the property of the exercise it breaks
 }
 
 // Score is the mutation score: how many mutants the answer caught.
@@ -162,6 +175,9 @@ type Score struct {
 	Bonus          int `json:"bonus"`
 	WheatsPassed   int `json:"wheats_passed"`
 	Wheats         int `json:"wheats"`
+	// Generated mutants (required all), counted apart from the hand-written.
+	GeneratedCaught int `json:"generated_caught,omitempty"`
+	Generated       int `json:"generated,omitempty"`
 }
 
 // Machine is how busy the machine was while the answer ran: how late a
@@ -180,10 +196,10 @@ type Machine struct {
 }
 
 // Counts returns how many required and bonus mutants or properties are ok,
-// and how many there are (wheats not included).
+// and how many there are (wheats and generated mutants not included).
 func (r *Report) Counts() (reqOK, req, bonusOK, bonus int) {
 	for _, p := range r.Properties {
-		if p.Kind == Wheat {
+		if p.Kind == Wheat || p.Generated != nil {
 			continue
 		}
 		if p.Required {
@@ -223,4 +239,18 @@ func (r *Report) SetMaxStarved(v float64) {
 		r.Machine = &Machine{}
 	}
 	r.Machine.MaxStarved = v
+}
+
+// GeneratedCounts returns how many generated mutants were caught, and how
+// many there are.
+func (r *Report) GeneratedCounts() (caught, n int) {
+	for _, p := range r.Properties {
+		if p.Generated != nil {
+			n++
+			if p.OK {
+				caught++
+			}
+		}
+	}
+	return caught, n
 }

@@ -23,8 +23,12 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	r.writeProperties(w)
 	if s := r.Score; s != nil && r.Reference != nil && r.Reference.Status == Pass {
-		fmt.Fprintf(w, "mutation score: required %d/%d, bonus %d/%d; wheats passed %d/%d\n",
+		fmt.Fprintf(w, "mutation score: required %d/%d, bonus %d/%d; wheats passed %d/%d",
 			s.RequiredCaught, s.Required, s.BonusCaught, s.Bonus, s.WheatsPassed, s.Wheats)
+		if s.Generated > 0 {
+			fmt.Fprintf(w, "; generated %d/%d", s.GeneratedCaught, s.Generated)
+		}
+		fmt.Fprintln(w)
 	}
 	for _, n := range r.Notes {
 		for i, line := range wrap(n, 90) {
@@ -67,12 +71,14 @@ func (r *Report) writeReference(w io.Writer, ref *Run) {
 }
 
 func (r *Report) writeProperties(w io.Writer) {
-	var muts, wheats, measured []Prop
+	var muts, gen, wheats, measured []Prop
 	for _, p := range r.Properties {
-		switch p.Kind {
-		case Wheat:
+		switch {
+		case p.Generated != nil:
+			gen = append(gen, p)
+		case p.Kind == Wheat:
 			wheats = append(wheats, p)
-		case Mutant:
+		case p.Kind == Mutant:
 			muts = append(muts, p)
 		default:
 			measured = append(measured, p)
@@ -86,6 +92,9 @@ func (r *Report) writeProperties(w io.Writer) {
 			fmt.Fprintf(w, "mutants (each is %s with one bug; the answer must fail on every one):\n", r.Checkpoint)
 		}
 		writeProps(w, muts)
+	}
+	if len(gen) > 0 {
+		writeGenerated(w, gen, notRun)
 	}
 	if len(wheats) > 0 {
 		if notRun {
@@ -113,6 +122,44 @@ func writeProps(w io.Writer, props []Prop) {
 		}
 		fmt.Fprintf(w, "  %-10s %-8s  %s\n", status, kind, p.Name)
 		for _, line := range wrap(p.Story, 70) {
+			fmt.Fprintf(w, "%23s%s\n", "", line)
+		}
+		if p.Detail != "" {
+			Indent(w, strings.Repeat(" ", 23)+"> ", p.Detail)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// writeGenerated shows the generated mutants as one group: how many were
+// caught, and each one that was not, with where it is and what it breaks.
+func writeGenerated(w io.Writer, gen []Prop, notRun bool) {
+	caught, run := 0, 0
+	var bad []Prop
+	for _, p := range gen {
+		if p.OK {
+			caught++
+		}
+		if p.Status != NotRun {
+			run++
+		}
+		if !p.OK && p.Status != NotRun {
+			bad = append(bad, p)
+		}
+	}
+	if notRun || run == 0 {
+		fmt.Fprintf(w, "generated mutants: %d, not run yet: they run once the answer catches every hand-written mutant and passes every wheat\n\n", len(gen))
+		return
+	}
+	fmt.Fprintf(w, "generated mutants (every small edit of the code the exercise is about that the reference answer catches): %d of %d caught\n", caught, len(gen))
+	for _, p := range bad {
+		g := p.Generated
+		fmt.Fprintf(w, "  %-10s %-14s %s\n", StatusWord(p), g.Op, p.Name)
+		fmt.Fprintf(w, "%23sat %s: %s\n", "", g.Where, g.Edit)
+		for i, line := range wrap("it breaks: "+g.Property, 70) {
+			if i > 0 {
+				line = "  " + line
+			}
 			fmt.Fprintf(w, "%23s%s\n", "", line)
 		}
 		if p.Detail != "" {

@@ -57,6 +57,17 @@ type Variant struct {
 	Base     string      // hex SHA-256 of File when the edit was written
 	Edits    []Edit
 	Def      string // path of the definition file
+	// Generated is set for a mutant made by the generator (package
+	// mutagen) rather than written by hand.
+	Generated *Generated
+}
+
+// Generated says where a generated mutant comes from.
+type Generated struct {
+	Op       string // the generator's operator: boundary, case_removed, ...
+	Where    string // "quoteflow/retry.go:45 (Service.withRetry)"
+	Edit     string // the edit in one line: "`a < b` → `a <= b`"
+	Property string // the row of the lesson's properties.md it breaks
 }
 
 // An Edit replaces the one occurrence of Old (whole lines) with New.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"quoteflowlab.dev/internal/kept"
+	"quoteflowlab.dev/internal/pressure"
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/report"
 )
@@ -39,7 +40,10 @@ func gradeAnswer(t *testing.T, opts Options) Result {
 // The reference passes. It runs beside the broken variants' gradings
 // (t.Parallel): a timing it misses twice on the busy machine makes the
 // grading INCONCLUSIVE, and then, as a student is told to, it is graded once
-// more. Only PASSED passes: INCONCLUSIVE twice fails the test, as FAILED does.
+// more when the machine is quieter (at most quietWait). A property FAILED
+// fails the test, in either grading; INCONCLUSIVE twice says nothing of the
+// reference (no property failed, the machine was too busy to judge one) and
+// skips it, saying so.
 func TestReferencePasses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the reference tools")
@@ -51,21 +55,31 @@ func TestReferencePasses(t *testing.T) {
 	}
 	r := gradeAnswer(t, Options{Dir: e15().Reference(), BinDir: bins})
 	if r.Inconclusive {
-		t.Logf("inconclusive on a busy machine (%v), graded again", r.Notes)
+		t.Logf("inconclusive on a busy machine (%v): graded again %s", r.Notes, pressure.WaitQuieter(t.Context(), quietWait))
 		r = gradeAnswer(t, Options{Dir: e15().Reference(), BinDir: bins})
 	}
 	for _, p := range r.Props {
-		if !p.OK {
+		if !p.OK && p.Status != report.Busy {
 			t.Errorf("%s: %s\n\tobserved: %s", p.Name, p.Story, p.Detail)
 		}
 	}
-	if !r.Passed || r.NotStarted || r.Inconclusive {
+	if r.Inconclusive && !t.Failed() {
+		t.Skipf("inconclusive twice, the machine too busy to judge a timing (%v); no property failed", r.Notes)
+	}
+	if !r.Passed || r.NotStarted {
 		t.Errorf("passed %v, not started %v, inconclusive %v; want passed", r.Passed, r.NotStarted, r.Inconclusive)
 	}
-	if r.Elapsed > time.Minute {
-		t.Errorf("grading took %v, want under a minute", r.Elapsed)
+	// One grading takes a few seconds (lessons/15/README.md: under a
+	// minute). On a busy machine (timers late, or tasks waiting for a CPU
+	// half the time or more) how long it took is the machine's doing.
+	if quiet := !r.Machine.Busy && r.Machine.CPUPressure < 0.5; quiet && r.Elapsed > time.Minute {
+		t.Errorf("grading took %v on a quiet machine (%+v), want under a minute", r.Elapsed, r.Machine)
 	}
 }
+
+// quietWait bounds how long TestReferencePasses waits for a quieter machine
+// before it grades again.
+const quietWait = 90 * time.Second
 
 // committedStarter writes the E15 starter as committed (git HEAD) into a
 // module of its own, so that the test holds whatever a student has written

@@ -78,8 +78,9 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 	vs := slices.DeleteFunc(all, func(v variant.Variant) bool {
 		return v.Kind == report.Broken || o.Only != "" && v.Name != o.Only
 	})
+	vs, handWritten := withGenerated(&r, o, vs)
 	for _, v := range vs {
-		r.Properties = append(r.Properties, report.Prop{Name: v.Name, Kind: v.Kind, Story: v.Story, Required: v.Required, Status: report.NotRun})
+		r.Properties = append(r.Properties, newProp(v))
 	}
 
 	guard, err := grade.NewGuard(o.Root, o.AnswerDir(), o.CacheDir)
@@ -132,9 +133,10 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 	}()
 	var js []judged
 	if b.mainRes.OK() {
-		js = c.variants(vctx, b, vs)
+		js = c.variants(vctx, b, vs[:handWritten])
 	}
 	<-refDone
+	js = c.generated(vctx, b, vs, handWritten, ref, js, start)
 	if b.mainRes.OK() {
 		ref = c.secondRound(vctx, b, vs, ref, js)
 	}
@@ -146,7 +148,7 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 	}
 	if r.Reference.Status != report.Pass {
 		for i, v := range vs {
-			r.Properties[i] = report.Prop{Name: v.Name, Kind: v.Kind, Story: v.Story, Required: v.Required, Status: report.NotRun}
+			r.Properties[i] = newProp(v)
 		}
 	}
 	c.decide()
@@ -331,6 +333,13 @@ func (c *checker) referenceRun(b *builds, res judged) *report.Run {
 // variants runs the answer on each mutant and wheat once (a round) and
 // returns what it did on each; what does not build is reported here.
 func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant) []judged {
+	return c.variantsFrom(ctx, b, vs, 0)
+}
+
+// variantsFrom is variants for vs[from:], whose properties are
+// c.r.Properties[from:]; the judged it returns are for vs[from:].
+func (c *checker) variantsFrom(ctx context.Context, b *builds, all []variant.Variant, from int) []judged {
+	vs := all[from:]
 	began := time.Now()
 	c.buildOwn(ctx, b, vs)
 	c.r.BuildMS += time.Since(began).Milliseconds()
@@ -345,8 +354,9 @@ func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant)
 	// tell the later ones apart.
 	js := make([]judged, len(vs))
 	order := mathrand.Perm(len(vs))
-	for _, i := range order {
-		v := vs[i]
+	for _, k := range order {
+		i := k + from
+		v := all[i]
 		if ctx.Err() != nil {
 			break
 		}
@@ -366,7 +376,7 @@ func (c *checker) variants(ctx context.Context, b *builds, vs []variant.Variant)
 		wg.Go(func() {
 			defer func() { <-sem }()
 			began := time.Now()
-			js[i] = c.judge(ctx, string(v.Kind)+" "+v.Name, bin, env, v.Kind == report.Wheat)
+			js[k] = c.judge(ctx, string(v.Kind)+" "+v.Name, bin, env, v.Kind == report.Wheat)
 			p.ElapsedMS = time.Since(began).Milliseconds()
 		})
 	}
@@ -808,8 +818,12 @@ func (c *checker) decide() {
 	reqOK, req, bonusOK, bonus := r.Counts()
 	wheatsOK, wheats := 0, 0
 	var missed, wheatFails, busy, flaky []string
+	genMissed, genNotRun := generatedVerdict(r)
+	genCaught, gen := r.GeneratedCounts()
 	for _, p := range r.Properties {
 		switch {
+		case p.Generated != nil && p.Status == report.NotRun:
+			// not run while a hand-written check fails: the verdict is theirs
 		case p.Status == report.Busy:
 			busy = append(busy, p.Name)
 		case strings.HasPrefix(p.Detail, "flaky:"):
@@ -818,14 +832,14 @@ func (c *checker) decide() {
 			wheatsOK++
 		case p.Kind == report.Wheat && p.Status != report.NotRun && p.Status != report.NotViable:
 			wheatFails = append(wheatFails, p.Name)
-		case p.Kind == report.Mutant && p.Required && !p.OK && p.Status != report.NotViable:
+		case p.Kind == report.Mutant && p.Required && !p.OK && p.Status != report.NotViable && p.Generated == nil:
 			missed = append(missed, p.Name)
 		}
 		if p.Kind == report.Wheat {
 			wheats++
 		}
 	}
-	r.Score = &report.Score{RequiredCaught: reqOK, Required: req, BonusCaught: bonusOK, Bonus: bonus, WheatsPassed: wheatsOK, Wheats: wheats}
+	r.Score = &report.Score{RequiredCaught: reqOK, Required: req, BonusCaught: bonusOK, Bonus: bonus, WheatsPassed: wheatsOK, Wheats: wheats, GeneratedCaught: genCaught, Generated: gen}
 	ref := r.Reference
 	bonusNote := ""
 	if bonus > 0 {
@@ -867,11 +881,14 @@ func (c *checker) decide() {
 		r.Verdict = report.Failed
 		r.Summary = c.left.Summary("the answer")
 		r.Next = "wait for every process the answer starts, and stop it before the answer exits, then run `" + again + "` again"
-	case len(missed) > 0 || len(wheatFails) > 0:
+	case len(missed) > 0 || len(wheatFails) > 0 || len(genMissed) > 0:
 		r.Verdict = report.Failed
 		var parts []string
 		if len(missed) > 0 {
 			parts = append(parts, fmt.Sprintf("catches only %d/%d required mutants%s; it lets through: %s", reqOK, req, bonusNote, strings.Join(missed, ", ")))
+		}
+		if len(genMissed) > 0 {
+			parts = append(parts, generatedMissed(reqOK, req, genCaught, gen, genMissed))
 		}
 		if len(wheatFails) > 0 {
 			parts = append(parts, "fails on correct build(s) "+strings.Join(wheatFails, ", ")+": it depends on timing or order that the contract does not promise")
@@ -886,14 +903,21 @@ func (c *checker) decide() {
 		r.Verdict = report.Inconclusive
 		r.Summary = "the machine was too busy to judge: " + strings.Join(busy, ", ") + " (everything else holds)."
 		r.Next = "close what keeps the machine busy (or wait for it), then run `" + again + "` again"
+	case genNotRun > 0:
+		r.Verdict = report.Failed
+		r.Summary = fmt.Sprintf("%d generated mutant(s) were not run, so the check is not complete.", genNotRun)
+		r.Next = "run `" + again + "` again"
 	default:
 		r.Verdict = report.Passed
 		r.Summary = fmt.Sprintf("the answer passes on %s and catches %d/%d required mutants%s", cp, reqOK, req, bonusNote)
+		if gen > 0 {
+			r.Summary += fmt.Sprintf(" and %d/%d generated ones", genCaught, gen)
+		}
 		if wheats > 0 {
 			r.Summary += fmt.Sprintf(", and passes %d/%d wheats", wheatsOK, wheats)
 		}
 		r.Summary += "."
-		if req == 0 {
+		if req == 0 && gen == 0 {
 			r.Summary = fmt.Sprintf("the answer passes on %s (no mutants are defined for %s).", cp, r.Exercise)
 		}
 	}
