@@ -1,15 +1,16 @@
 package quoteflow
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,12 +39,15 @@ type process struct {
 }
 
 // redisProcess builds one process on url and fake; cleanup closes it as a
-// stopping process would.
-func redisProcess(t *testing.T, url string, fake *fakeProvider, qc quota.RedisConfig, cfg Config) *process {
+// stopping process would. Each watcher sees its quota's requests.
+func redisProcess(t *testing.T, url string, fake *fakeProvider, qc quota.RedisConfig, cfg Config, watchers ...quotaWatcher) *process {
 	t.Helper()
 	rdb, err := quota.NewClient(url)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, w := range watchers { // before any use: AddHook is not safe with commands in flight
+		rdb.AddHook(w)
 	}
 	t.Cleanup(func() { rdb.Close() })
 	q, err := queue.NewStream(testCtx(t), rdb, queue.StreamConfig{})
@@ -63,6 +67,9 @@ func redisProcess(t *testing.T, url string, fake *fakeProvider, qc quota.RedisCo
 	}
 	t.Cleanup(qt.Close)
 	cfg.Transport, cfg.Quota, cfg.Store, cfg.Queue = fake, qt, store, q
+	for _, w := range watchers {
+		cfg.Quota = w.watch(cfg.Quota)
+	}
 	if cfg.Basket.Jitter == nil {
 		cfg.Basket.Jitter = func(time.Duration) time.Duration { return 0 }
 	}
@@ -466,72 +473,164 @@ func TestABasketWriteCannotLandAfterItsDeadline(t *testing.T) {
 	}
 }
 
-// arrivals records, in order, whether each call that reached the suppliers
-// was a first copy or a hedge (X-Attempt: 2), then answers after a latency:
-// boreal's first copies straggle.
-type arrivals struct {
+// straggle answers after 10 ms, except boreal's first copies, which take
+// 150 ms: each of them is hedged. It counts the first copies that arrive.
+func straggle(firsts *atomic.Int64) reply {
+	return func(r *http.Request, attempt int) (*http.Response, error) {
+		hedge := r.Header.Get("X-Attempt") == "2"
+		if !hedge {
+			firsts.Add(1)
+		}
+		d := 10 * time.Millisecond
+		if !hedge && strings.HasSuffix(r.URL.Path, "/boreal") {
+			d = 150 * time.Millisecond
+		}
+		return after(d, normal)(r, attempt)
+	}
+}
+
+// A quotaWatcher sees a process's quota from both ends: the requests the
+// service makes of it (watch wraps it) and their round trips to Redis (a
+// go-redis hook on the process's client).
+type quotaWatcher interface {
+	redis.Hook
+	watch(quota.Quota) quota.Quota
+}
+
+// admissionLog records each request for a slot as it goes to Redis: the
+// lease asked for, whether the caller waits in line (Acquire, a first call)
+// or may not (TryAcquire, a hedge), Redis's answer, and when the request was
+// sent and its answer received. Redis decided between those two instants,
+// whatever the scheduler did to the goroutines before and after.
+type admissionLog struct {
 	mu    sync.Mutex
-	hedge []bool
+	tries []slotRequest
 }
 
-func (a *arrivals) reply(r *http.Request, attempt int) (*http.Response, error) {
-	hedge := r.Header.Get("X-Attempt") == "2"
-	a.mu.Lock()
-	a.hedge = append(a.hedge, hedge)
-	a.mu.Unlock()
-	d := 10 * time.Millisecond
-	if !hedge && strings.HasSuffix(r.URL.Path, "/boreal") {
-		d = 150 * time.Millisecond
-	}
-	return after(d, normal)(r, attempt)
+type slotRequest struct {
+	lease          string
+	waits          bool // Acquire's request: the caller waits in line when refused
+	admitted       bool
+	sent, received time.Time
 }
 
-// hedgesBeforeLastFirst counts the hedges that reached a supplier before
-// the last first copy did.
-func (a *arrivals) hedgesBeforeLastFirst() (hedges, firsts int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	last := -1
-	for i, h := range a.hedge {
-		if !h {
-			last, firsts = i, firsts+1
+// asking marks the context of a request for a slot: true for Acquire's.
+type asking struct{}
+
+// askingQuota marks the contexts of its requests for a slot.
+type askingQuota struct{ quota.Quota }
+
+func (q askingQuota) Acquire(ctx context.Context) error {
+	return q.Quota.Acquire(context.WithValue(ctx, asking{}, true))
+}
+
+func (q askingQuota) TryAcquire(ctx context.Context) (bool, error) {
+	return q.Quota.TryAcquire(context.WithValue(ctx, asking{}, false))
+}
+
+func (l *admissionLog) watch(q quota.Quota) quota.Quota { return askingQuota{q} }
+
+func (l *admissionLog) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (l *admissionLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (l *admissionLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		sent := time.Now()
+		err := next(ctx, cmd)
+		received := time.Now()
+		waits, asked := ctx.Value(asking{}).(bool)
+		c, script := cmd.(*redis.Cmd)
+		if !asked || !script || err != nil {
+			return err
+		}
+		// acquireScript: EVAL(SHA) script numkeys KEYS... ARGV..., where
+		// ARGV[3] is the lease; it answers {admitted 0|1, ...}.
+		args := cmd.Args()
+		if len(args) < 3 || !strings.HasPrefix(strings.ToLower(fmt.Sprint(args[0])), "eval") {
+			return err
+		}
+		numkeys, _ := strconv.Atoi(fmt.Sprint(args[2]))
+		res, rerr := c.Slice()
+		if lease := 3 + numkeys + 2; lease < len(args) && rerr == nil && len(res) > 0 {
+			l.mu.Lock()
+			l.tries = append(l.tries, slotRequest{lease: fmt.Sprint(args[lease]), waits: waits,
+				admitted: res[0] == int64(1), sent: sent, received: received})
+			l.mu.Unlock()
+		}
+		return err
+	}
+}
+
+// passes looks at each hedge's request for a slot made while a first call
+// was certainly waiting in line for one: one of its refusals came back
+// before the hedge's request was sent (its place in line was taken, and had
+// not expired: place is how long one lasts), and its admission was sent
+// after the hedge's answer came back. met counts those requests, passes
+// those Redis admitted.
+func (l *admissionLog) passes(place time.Duration) (passes, met int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	admittedAt := map[string]time.Time{} // each waiter's admission, sent at
+	for _, r := range l.tries {
+		if r.waits && r.admitted {
+			admittedAt[r.lease] = r.sent
 		}
 	}
-	for _, h := range a.hedge[:last+1] {
-		if h {
-			hedges++
+	var refusals []slotRequest // of first calls admitted later
+	for _, r := range l.tries {
+		if _, later := admittedAt[r.lease]; r.waits && !r.admitted && later {
+			refusals = append(refusals, r)
 		}
 	}
-	return hedges, firsts
+	for _, h := range l.tries {
+		if h.waits {
+			continue
+		}
+		for _, w := range refusals {
+			if w.received.Before(h.sent) && h.received.Sub(w.sent) < place && admittedAt[w.lease].After(h.received) {
+				met++
+				if h.admitted {
+					passes++
+				}
+				break
+			}
+		}
+	}
+	return passes, met
 }
 
 // With the shared Redis quota as with the local limiter, a hedge never
-// takes a slot a first call is waiting for: a 50-line basket (150 first
-// calls through 6 slots, every boreal call slower than its hedge delay)
-// sends no hedge before its last first call. Hedges ask for a slot every
-// 5 ms and first calls every 20 ms: without the line, hedges took freed
-// slots ahead of the first calls waiting for them.
+// takes a slot a first call is waiting for: in a 50-line basket (150 first
+// calls through 6 slots, every boreal first call slower than its hedge
+// delay) Redis admits no hedge while a first call waits in line. Hedges ask
+// for a slot every 5 ms and first calls every 20 ms: without the line,
+// hedges took freed slots ahead of the first calls waiting for them. The
+// order is the one Redis decided in (admissionLog), not the order in which
+// calls reach the suppliers, which a busy machine can shuffle.
 func TestAHedgeNeverPassesAFirstCallWaitingForTheSharedQuota(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t)
-	a := &arrivals{}
-	fake := newFake(map[string]reply{"atlas": a.reply, "boreal": a.reply, "cedar": a.reply})
+	var firsts atomic.Int64
+	fake := newFake(map[string]reply{"atlas": straggle(&firsts), "boreal": straggle(&firsts), "cedar": straggle(&firsts)})
+	admissions := &admissionLog{}
 	p := redisProcess(t, s.URL(), fake, quota.RedisConfig{Limit: 6}, Config{Hedge: fixedDelay(20 * time.Millisecond),
-		Basket: BasketPolicy{Deadline: 10 * time.Second}})
-	req := lines(MaxBasketLines)
-	b, err := p.svc.Basket(testCtx(t), req)
+		Basket: BasketPolicy{Deadline: 10 * time.Second}}, admissions)
+	b, err := p.svc.Basket(testCtx(t), lines(MaxBasketLines))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hedges, firsts := a.hedgesBeforeLastFirst()
-	if firsts != 3*MaxBasketLines {
-		t.Fatalf("%d first calls reached the suppliers, want %d (basket %d extra calls)", firsts, 3*MaxBasketLines, b.ExtraCalls)
+	if n := firsts.Load(); n != 3*MaxBasketLines {
+		t.Fatalf("%d first calls reached the suppliers, want %d (basket %d extra calls)", n, 3*MaxBasketLines, b.ExtraCalls)
 	}
-	if hedges != 0 {
-		t.Errorf("%d hedges reached a supplier before the basket's last first call; want 0: a hedge never passes a call waiting in line", hedges)
+	passes, met := admissions.passes(max(quota.DefaultTTL, 4*quota.DefaultPoll)) // a place in line lasts a TTL
+	if passes != 0 {
+		t.Errorf("Redis admitted %d of the %d hedges' requests for a slot made while a first call waited in line; want 0: a hedge never passes a waiter", passes, met)
 	}
-	if b.ExtraCalls == 0 {
-		t.Errorf("no hedge at all: the test proves nothing (boreal's first copies straggle past the 20 ms delay)")
+	if met == 0 {
+		t.Errorf("no hedge asked for a slot while a first call waited in line: the test proves nothing (boreal's first copies straggle past the 20 ms hedge delay; %d hedges sent)", b.ExtraCalls)
 	}
 }
 
@@ -564,8 +663,12 @@ func TestARenewalStuckInAStalledRedisDoesNotHoldTheAnswer(t *testing.T) {
 const oneLine = `{"items":[{"sku":"KB-001","quantity":1}],"scenario":"normal"}`
 
 // replyGate is a TCP proxy to a Redis server that forwards every command and
-// can stop forwarding the replies: what a client sees when the network
-// drops packets one way, or when Redis ran a command and its answer is lost.
+// can stop forwarding the replies to scripts: what a client sees when Redis
+// ran a script and its answer is lost. While muted, a connection that sends
+// a script (EVAL, EVALSHA) gets no reply from then on; the others, and the
+// handshake of a connection opened meanwhile, are answered. (Muting every
+// reply kept the handshake of a new connection from completing: a write
+// that needed one was never sent, and Redis never ran it.)
 type replyGate struct {
 	ln    net.Listener
 	to    string
@@ -603,12 +706,32 @@ func (g *replyGate) serve() {
 		g.mu.Lock()
 		g.conns = append(g.conns, c, r)
 		g.mu.Unlock()
-		g.wg.Go(func() { io.Copy(r, c) })
+		var lost atomic.Bool // this connection sent a script while muted
+		g.wg.Go(func() {
+			buf, tail := make([]byte, 32<<10), []byte{}
+			for {
+				n, err := c.Read(buf)
+				if n > 0 {
+					seen := bytes.ToLower(append(tail, buf[:n]...))
+					if g.muted.Load() && (bytes.Contains(seen, []byte("\r\neval\r\n")) || bytes.Contains(seen, []byte("\r\nevalsha\r\n"))) {
+						lost.Store(true)
+					}
+					tail = seen[max(len(seen)-16, 0):]
+					if _, err := r.Write(buf[:n]); err != nil {
+						return
+					}
+				}
+				if err != nil {
+					r.Close()
+					return
+				}
+			}
+		})
 		g.wg.Go(func() {
 			buf := make([]byte, 32<<10)
 			for {
 				n, err := r.Read(buf)
-				if n > 0 && !g.muted.Load() {
+				if n > 0 && !(g.muted.Load() && lost.Load()) {
 					c.Write(buf[:n])
 				}
 				if err != nil {
@@ -643,7 +766,7 @@ func TestABasketWhoseWriteIsNotConfirmedIsNotSaidToBeLost(t *testing.T) {
 	var arrived atomic.Int64
 	answer := func(r *http.Request, n int) (*http.Response, error) {
 		// Each call holds its slot before it reaches the supplier: once all
-		// three have, Redis's replies are lost; the write comes after.
+		// three have, Redis's replies to scripts are lost; the write comes after.
 		if arrived.Add(1) == 3 {
 			gate.muted.Store(true)
 		}

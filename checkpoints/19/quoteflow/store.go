@@ -21,7 +21,8 @@ var ErrBasketExists = errors.New("quoteflow: a basket with this ID is stored alr
 
 // ErrStoreUnavailable wraps a failure of the basket store itself (a full
 // disk, a damaged file, a store out of reach or too slow for the deadline):
-// the handler answers it with 503 {"detail":"store_unavailable"}.
+// the handler answers it with 503 {"detail":"store_unavailable","kept":
+// "nothing"} ("unknown", with the basket to ask again for, under ErrUnconfirmed).
 var ErrStoreUnavailable = errors.New("quoteflow: the basket store is unavailable")
 
 // ErrUnconfirmed wraps, with ErrStoreUnavailable, a write the store was sent
