@@ -368,6 +368,30 @@ func setup(env *testscript.Env) error {
 		env.Setenv("USERPROFILE", home)
 	}
 	env.Setenv("REPO", repo)
+	// A file of the course edited while the suite runs (by whoever runs it)
+	// is put back by the guard of a script's lab check, which cannot tell
+	// who changed it; the version it found is kept in $WORK/state/changed,
+	// which goes with $WORK. Moved under .lab/ (ignored by git and by the
+	// guard), the edit is not lost, and the test log says where it is.
+	// lab_check_tamper changes the course on purpose.
+	if t, ok := env.T().(interface{ Name() string }); ok && !strings.Contains(t.Name(), "tamper") {
+		changed := filepath.Join(env.WorkDir, "state", "changed")
+		env.Defer(func() {
+			if _, err := os.Stat(changed); err != nil {
+				return
+			}
+			dst := filepath.Join(repo, ".lab", "changed-during-tests", strings.TrimPrefix(t.Name(), "TestScripts/")+"-"+time.Now().Format("20060102-150405.000"))
+			err := os.MkdirAll(filepath.Dir(dst), 0o755)
+			if err == nil {
+				err = os.Rename(changed, dst)
+			}
+			if err != nil {
+				env.T().Log("a file of the course changed while this script's lab check ran, and lab put it back; the version it found could not be kept: " + err.Error())
+				return
+			}
+			env.T().Log("a file of the course changed while this script's lab check ran, and lab put it back: the version it found is kept in " + dst)
+		})
+	}
 	// Scripts that check with LAB_STATE_DIR=$WORK/state share one key for
 	// the mutant schemata, so the schema of a checkpoint is the same source
 	// in every script and go build compiles it once (each script still

@@ -1,7 +1,10 @@
 package grade
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"quoteflowlab.dev/lab/internal/runner"
@@ -17,6 +20,9 @@ type LeftBehind struct {
 	// many runs left any; Left how many of them still ran after the sweep's
 	// bound (a chain that starts processes as fast as they are killed).
 	Processes, Runs, Left int
+	// names counts the command names of the processes killed, to say what
+	// was left.
+	names map[string]int
 }
 
 // Add counts what one run left.
@@ -29,6 +35,43 @@ func (l *LeftBehind) Add(res runner.Result) {
 	l.Processes += res.Orphans + res.Left
 	l.Runs++
 	l.Left += res.Left
+	for _, n := range res.OrphanNames {
+		if l.names == nil {
+			l.names = map[string]int{}
+		}
+		if n == "" {
+			n = "?"
+		}
+		l.names[n]++
+	}
+}
+
+// what names the commands left, the most frequent first: "sleep ×15, sh".
+func (l *LeftBehind) what() string {
+	type named struct {
+		name string
+		n    int
+	}
+	var all []named
+	for name, n := range l.names {
+		all = append(all, named{name, n})
+	}
+	slices.SortFunc(all, func(a, b named) int {
+		return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.name, b.name))
+	})
+	var parts []string
+	for i, x := range all {
+		if i == 5 {
+			parts = append(parts, "…")
+			break
+		}
+		if x.n > 1 {
+			parts = append(parts, fmt.Sprintf("%s ×%d", x.name, x.n))
+		} else {
+			parts = append(parts, x.name)
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Summary is the report's sentence: how many, in how many runs, and
@@ -43,7 +86,11 @@ func (l *LeftBehind) Summary(who string) string {
 	if !runner.SweepSupported {
 		return fmt.Sprintf("%s left processes running in its process group when it exited, in %s (here lab sees only that group, and cannot count them); lab killed them.", who, runs)
 	}
-	s := fmt.Sprintf("%s left %d process(es) running when it exited, in %s (in its process group, or in a group or session of its own: setsid, a daemon); ", who, l.Processes, runs)
+	what := ""
+	if w := l.what(); w != "" {
+		what = " (" + w + ")"
+	}
+	s := fmt.Sprintf("%s left %d process(es) running when it exited%s, in %s (in its process group, or in a group or session of its own: setsid, a daemon); ", who, l.Processes, what, runs)
 	if l.Left == 0 {
 		return s + "lab killed every one of them."
 	}

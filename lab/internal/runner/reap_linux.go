@@ -41,6 +41,7 @@ const SweepSupported = true
 type proc struct {
 	pid, ppid, pgid int
 	zombie          bool
+	comm            string // its command name, as the kernel keeps it (15 bytes at most)
 }
 
 // procs reads every process's parent, group and state: one read of
@@ -84,7 +85,11 @@ func procs() map[int]proc {
 		}
 		ppid, _ := strconv.Atoi(string(f[1]))
 		pgid, _ := strconv.Atoi(string(f[2]))
-		out[pid] = proc{pid: pid, ppid: ppid, pgid: pgid, zombie: len(f[0]) == 1 && f[0][0] == 'Z'}
+		var comm string
+		if j := bytes.IndexByte(data, '('); j >= 0 && j < i {
+			comm = string(data[j+1 : i])
+		}
+		out[pid] = proc{pid: pid, ppid: ppid, pgid: pgid, zombie: len(f[0]) == 1 && f[0][0] == 'Z', comm: comm}
 	}
 	return out
 }
@@ -106,9 +111,11 @@ func runMarker(pid int) string {
 // sweep kills what runs left behind: every descendant of this process that
 // is no longer below a child it started and waits for (an orphan the
 // kernel re-parented here), with everything below it. An orphan is spared
-// only while it carries the marker of a run still going (a daemon a running
-// answer started on purpose); run's own (its marker, or its process group)
-// and every unclaimed one go. Zombies among the orphans are reaped.
+// only while it is in the process group of another run still going (that
+// run counts it: it may be dying already, killed with its group, and its
+// marker gone with its memory) or carries the marker of one (a daemon a
+// running answer started on purpose); run's own (its marker, or its
+// process group) and every unclaimed one go. Zombies among the orphans are reaped.
 //
 // It kills and reaps until two scans of /proc in a row find no orphan, not
 // even a zombie: a chain whose every generation starts the next (in a new
@@ -117,10 +124,11 @@ func runMarker(pid int) string {
 // not yet listed (or not yet re-parented: see orphans). Stopping at the
 // first scan with nothing alive let such a chain outlive the run in 2 of 5
 // tests of six runs each. It returns how many processes it killed, and how many
-// orphans still ran when SweepBound was up (0 unless a chain outran it).
-func sweep(run *tracked) (killed, left int) {
+// orphans still ran when SweepBound was up (0 unless a chain outran it),
+// and the command name of each it killed.
+func sweep(run *tracked) (killed, left int, names []string) {
 	if !subreaper.Load() {
-		return 0, 0
+		return 0, 0, nil
 	}
 	// One sweep at a time: runs end ten at a time, and ten sweeps scanning
 	// /proc at once each see the others' orphans; one sweep kills them all
@@ -163,6 +171,9 @@ func sweep(run *tracked) (killed, left int) {
 			if syscall.Kill(pid, syscall.SIGKILL) != nil {
 				continue
 			}
+			if !dead[pid] {
+				names = append(names, all[pid].comm)
+			}
 			if late {
 				left++ // killed too, but the chain may have gone on
 			} else {
@@ -170,11 +181,11 @@ func sweep(run *tracked) (killed, left int) {
 			}
 		}
 		if late {
-			return len(dead), left
+			return len(dead), left, names
 		}
 		time.Sleep(time.Millisecond) // the kills land; the exits end; their children re-parent here
 	}
-	return len(dead), 0
+	return len(dead), 0, names
 }
 
 // orphans returns the processes a sweep for run kills in the snapshot all
@@ -210,6 +221,9 @@ func orphans(all map[int]proc, self int, run *tracked) (doomed []int, settling b
 			continue
 		}
 		if run != nil && p.pgid != run.pgid {
+			if _, going := live.groups[p.pgid]; going {
+				continue // in the group of another run still going: that run's sweep counts it
+			}
 			m := runMarker(pid)
 			if _, running := live.markers[m]; running && m != "" && m != run.marker {
 				continue // a daemon another run, still going, started on purpose

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,6 +75,11 @@ func TestEveryProcessLeftIsCounted(t *testing.T) {
 	if n := countWith(tok); n != 0 {
 		t.Fatalf("%d of them still run after Run returned", n)
 	}
+	// Each is named, as the kernel names it (this test binary, cut to 15 bytes).
+	exe := filepath.Base(os.Args[0])
+	if len(res.OrphanNames) != 5 || res.OrphanNames[0] != exe[:min(15, len(exe))] {
+		t.Fatalf("OrphanNames %q; want 5 of %q", res.OrphanNames, exe)
+	}
 }
 
 // A child's temporary folder is its own and goes when the run ends, with a
@@ -106,5 +112,36 @@ func TestTempDirIsRemovedWhenTheRunIsStopped(t *testing.T) {
 	}
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
 		t.Fatalf("the temporary folder is still there after the run was stopped: %v", err)
+	}
+}
+
+// An orphan in the process group of another run still going is that run's
+// to count, marker or not (one its run killed with the group may be dying,
+// its environment gone, when this sweep scans: a CI run charged E15's
+// caps_flat with 16 processes while hangs_with_child's killed tool runs,
+// a shell and a sleep each, were dying beside it);
+// an orphan in no run's group, with no marker, is this run's.
+func TestAnOrphanInAnotherRunsGroupIsThatRunsToCount(t *testing.T) {
+	// Pids above any pid_max (2^22): /proc has none of them, so neither
+	// has a marker.
+	const self, other, mine, stray = 1 << 23, 1<<23 + 1, 1<<23 + 2, 1<<23 + 3
+	all := map[int]proc{
+		self:  {pid: self, ppid: 1, pgid: self},
+		other: {pid: other, ppid: self, pgid: 1<<23 + 100}, // in a group of a run still going
+		mine:  {pid: mine, ppid: self, pgid: 1<<23 + 200},  // in this run's group
+		stray: {pid: stray, ppid: self, pgid: stray},       // a session of its own, no marker
+	}
+	live.mu.Lock()
+	live.groups[1<<23+100] = struct{}{}
+	run := &tracked{marker: "m", pgid: 1<<23 + 200}
+	doomed, _ := orphans(all, self, run)
+	delete(live.groups, 1<<23+100)
+	for _, pid := range doomed {
+		delete(live.doomed, pid)
+	}
+	live.mu.Unlock()
+	slices.Sort(doomed)
+	if want := []int{mine, stray}; !slices.Equal(doomed, want) {
+		t.Fatalf("doomed %v, want %v (not the other run's %d)", doomed, want, other)
 	}
 }

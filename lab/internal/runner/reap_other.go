@@ -10,7 +10,7 @@ func BecomeSubreaper() bool { return false }
 // SweepSupported says whether Sweep can find what a run left behind.
 const SweepSupported = false
 
-func sweep(*tracked) (killed, left int) { return 0, 0 }
+func sweep(*tracked) (killed, left int, names []string) { return 0, 0, nil }
 
 // groupLeft says whether anything still runs in process group pgid: 1 when
 // something does (it cannot be counted here), else 0.

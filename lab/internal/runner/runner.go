@@ -84,7 +84,10 @@ type Result struct {
 	// seconds of killing) was up: a fork-and-exit chain that outran it.
 	// They are killed again when the check ends (Sweep).
 	Left int
-	Err  error // could not start, or ctx was done first
+	// OrphanNames are the command names of the orphans the sweep killed
+	// (Linux, with the subreaper), for a report to say what was left.
+	OrphanNames []string
+	Err         error // could not start, or ctx was done first
 	// UpToDate: a Shelf found the binaries built from these very inputs
 	// and did not run the go command.
 	UpToDate bool
@@ -107,11 +110,17 @@ var live = struct {
 	mu      sync.Mutex
 	pids    map[int]struct{}
 	markers map[string]struct{}
+	// groups: the process groups of the runs still going, until each run's
+	// own sweep is done. A process in one of them is that run's to count:
+	// one its run killed with the group is still dying (its environment,
+	// and so its marker, may be gone already) when another run's sweep
+	// scans, and must not be counted there.
+	groups map[int]struct{}
 	// doomed: the orphans a sweep is killing, until it reaps them. Sweeps
 	// of runs that end at once see the same orphans; each is counted by
 	// the one sweep that claimed it, so counts add up to the true total.
 	doomed map[int]struct{}
-}{pids: map[int]struct{}{}, markers: map[string]struct{}{}, doomed: map[int]struct{}{}}
+}{pids: map[int]struct{}{}, markers: map[string]struct{}{}, groups: map[int]struct{}{}, doomed: map[int]struct{}{}}
 
 func newMarker() string {
 	b := make([]byte, 8)
@@ -123,7 +132,10 @@ func newMarker() string {
 // was called; elsewhere it does nothing): the lab command calls it when a
 // check ends, so that nothing an answer started outlives the check. It
 // returns how many it killed, and how many still ran after its bound.
-func Sweep() (killed, left int) { return sweep(nil) }
+func Sweep() (killed, left int) {
+	killed, left, _ = sweep(nil)
+	return killed, left
+}
 
 // OK reports whether the child ran and exited 0.
 func (r Result) OK() bool { return r.Err == nil && !r.TimedOut && r.ExitCode == 0 }
@@ -162,6 +174,7 @@ func Run(ctx context.Context, c Cmd) (res Result) {
 		run.pgid = cmd.Process.Pid
 		live.pids[cmd.Process.Pid] = struct{}{}
 		live.markers[run.marker] = struct{}{}
+		live.groups[run.pgid] = struct{}{}
 	}
 	live.mu.Unlock()
 	if err != nil {
@@ -177,13 +190,14 @@ func Run(ctx context.Context, c Cmd) (res Result) {
 		// What the child left running when it exited, in its group or in a
 		// group or session of its own, goes too, counted (Linux, as the
 		// child subreaper); then, everywhere, whatever is left in its group.
-		res.Orphans, res.Left = sweep(run)
+		res.Orphans, res.Left, res.OrphanNames = sweep(run)
 		if n := groupLeft(run.pgid); n > 0 {
 			res.Orphans += n
 			killGroup(cmd)
 		}
 		live.mu.Lock()
 		delete(live.markers, run.marker)
+		delete(live.groups, run.pgid)
 		live.mu.Unlock()
 	}()
 	done := make(chan error, 1)

@@ -125,12 +125,16 @@ func TestStarvationIsMeasuredPerChild(t *testing.T) {
 	if nap.Starved < 0 || crowd.Starved < 0 {
 		t.Fatalf("not measured: nap %v, crowd %v", nap.Starved, crowd.Starved)
 	}
-	if nap.Starved > 0.2 {
-		t.Errorf("a napping child waited %.2f of its time for a CPU; want about 0", nap.Starved)
-	}
 	// 4 spinning threads per CPU: each runs about a quarter of the time.
 	if crowd.Starved < 1 {
 		t.Errorf("a crowding child waited only %.2f of its wall time (summed over threads); want well over 1", crowd.Starved)
+	}
+	// A napping child waits for a CPU only when it wakes: about 0 on a
+	// quiet machine, a share of its naps on a busy one (0.53 in a full CI
+	// run at load 15), never near a crowding child, which waits all the time
+	// on every thread.
+	if nap.Starved > 0.2 && nap.Starved > crowd.Starved/3 {
+		t.Errorf("a napping child waited %.2f of its time for a CPU, a crowding one %.2f; want about 0, and on a busy machine far under the crowding one", nap.Starved, crowd.Starved)
 	}
 }
 
