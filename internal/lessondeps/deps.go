@@ -25,5 +25,6 @@ import (
 	_ "quoteflowlab.dev/checkpoints/18/quoteflow"
 	_ "quoteflowlab.dev/checkpoints/19/breaker"
 	_ "quoteflowlab.dev/checkpoints/19/fanout"
+	_ "quoteflowlab.dev/checkpoints/19/hedge"
 	_ "quoteflowlab.dev/checkpoints/19/quoteflow"
 )

@@ -12,18 +12,27 @@
 // outbound slots taken. Set the breaker's numbers yourself, so that a run
 // is short and the counts are yours: Config.Breaker (a breaker.Config:
 // Window, MinCalls, FailureRate, CoolDown, Jitter or NoJitter, Probes),
-// Config.MaxStale, Config.NoHedge. Then show that:
+// Config.MaxStale, Config.NoHedge (or Config.Hedge: when a hedge goes).
+// A quote's context is yours too: one with too little time left for a
+// call makes none. Then show that:
 //
 //  1. a breaker opens only past its minimum of calls: a supplier that
 //     failed fewer times than MinCalls is still asked, and quoted when it
-//     answers again;
+//     answers again; it opens once the failures among its last Window
+//     outcomes reach FailureRate of them, and a failure pushed out of the
+//     window counts no more;
 //  2. an open breaker refuses at once: circuit_open with no call to the
 //     supplier, no outbound slot and no retry sent into it, and only for
 //     its own supplier: the others are asked and quoted as before;
 //  3. only outages count: 404s and invalid data never open the breaker,
-//     however many;
+//     however many, nor answer from the last good quote; a 500 is an
+//     outage as much as a 503;
 //  4. after its cool-down the breaker lets a probe through, never more
-//     than Probes calls at once, and closes when they succeed;
+//     than Probes calls at once (a probe is never hedged), and closes when
+//     they succeed: Probes good probes, at once or one at a time, close it
+//     with an empty window, where no call from before counts; a failed
+//     probe opens it again, a probe never sent is given back, and every
+//     opening probes afresh;
 //  5. while a supplier is down, a quote answers with its last good quote,
 //     marked stale with its age_ms, and never one older than MaxStale.
 //
@@ -33,11 +42,12 @@
 //
 // A check that only says "the quote answered" proves nothing: every broken
 // build answers. Count what the fake saw, and time it with your own clock.
-// Bound every wait, and leave a busy machine room: the contract promises no
-// probe before the cool-down, not how soon after it, and a default window
-// of anywhere from 10 to 100 outcomes; the broken builds miss by far (opened by one failure, a
-// retry sent into an open breaker, every call let through half-open, a
-// stale price an hour old).
+// Bound every wait (a service that hangs on a lock never given back must
+// fail your program, not hang it), and leave a busy machine room: the
+// contract promises no probe before the cool-down, not how soon after it,
+// and a default window of anywhere from 10 to 100 outcomes; the broken
+// builds miss by far (opened by one failure, a retry sent into an open
+// breaker, every call let through half-open, a stale price an hour old).
 //
 // Print one line "E19 passed: <what you showed>" and exit 0 when all of this
 // holds; otherwise say what failed and exit 1.
