@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"quoteflowlab.dev/checkpoints/19/breaker"
 	"quoteflowlab.dev/lab/internal/load"
 	"quoteflowlab.dev/provider"
 )
@@ -205,7 +206,7 @@ func brownoutDemo(ctx context.Context, e *Env, w io.Writer, shape provider.Brown
 	row("outage: stale max age, client", func(r brownoutRun) any {
 		return orDash(r.stale().n, fmt.Sprintf("%.0f", r.stale().maxClientAge.Seconds()*1000))
 	})
-	row("healed: closed after (ms)", func(r brownoutRun) any { return r.closedAfter() })
+	row("healed: closed by (ms)", func(r brownoutRun) any { return r.closedAfter() })
 	row("breaker opened (QuoteFlow)", func(r brownoutRun) any {
 		if !r.breakers.Enabled {
 			return "-"
@@ -217,8 +218,9 @@ func brownoutDemo(ctx context.Context, e *Env, w io.Writer, shape provider.Brown
 	fmt.Fprintln(w, "a quote's phase is where its start falls on the schedule; p50: the quote's answer on the client's clock;")
 	fmt.Fprintln(w, "boreal calls: the provider's count of boreal calls that arrived inside the outage; asked: the provider logged")
 	fmt.Fprintln(w, "a boreal call with the quote's X-Request-ID; stale, its price and age_ms: the answers (the client's age: from")
-	fmt.Fprintln(w, "the last fresh boreal answer it got); closed after: from the heal to the first quote of the run, to the end,")
-	fmt.Fprintln(w, "in which every quote asked boreal (the provider's log); opened: /api/breakers; max_active: the provider's")
+	fmt.Fprintf(w, "the last fresh boreal answer it got); closed by: from the heal to the answer of the first %d quotes (the\n", breaker.DefaultProbes)
+	fmt.Fprintln(w, "probes) of the final run in which every quote asked boreal (the provider's log); opened: /api/breakers;")
+	fmt.Fprintln(w, "max_active: the provider's")
 	return nil
 }
 
@@ -362,10 +364,14 @@ func (r brownoutRun) stale() staleFigures {
 	return f
 }
 
-// closedAfter is the time from the heal to the first quote of the final
-// run of quotes that every one asked boreal (the provider's log): when the
-// breaker closed, as the provider sees it. "-" when no quote after the
-// outage began went without asking boreal (no breaker refused one).
+// closedAfter is the time from the heal to the breaker closing, as the
+// provider saw it: a breaker closes after breaker.DefaultProbes good
+// probes, and from then on every quote asks boreal. So it is the end of the
+// first DefaultProbes quotes of the final run of quotes that all asked
+// boreal (the provider's log of their X-Request-IDs): the probes, answered
+// at the latest when their quotes were. "-" when no quote since the outage
+// began went without asking boreal (no breaker refused one); "never" when
+// the run ends with fewer quotes after the last refused one.
 func (r brownoutRun) closedAfter() any {
 	down := r.at(r.sched.StartMs)
 	last := -1
@@ -374,11 +380,21 @@ func (r brownoutRun) closedAfter() any {
 			last = i
 		}
 	}
-	switch {
-	case last < 0:
+	if last < 0 {
 		return "-"
-	case last == len(r.quotes)-1:
-		return "never"
 	}
-	return r.quotes[last+1].start.Sub(r.at(r.sched.EndMs)).Milliseconds()
+	var closed time.Time
+	n := 0
+	for _, q := range r.quotes[last+1:] {
+		if q.status != http.StatusOK {
+			continue
+		}
+		if closed.Before(q.end) {
+			closed = q.end
+		}
+		if n++; n == breaker.DefaultProbes {
+			return closed.Sub(r.at(r.sched.EndMs)).Milliseconds()
+		}
+	}
+	return "never"
 }

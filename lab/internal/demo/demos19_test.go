@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"quoteflowlab.dev/checkpoints/19/breaker"
 	"quoteflowlab.dev/provider"
 )
 
@@ -36,12 +37,16 @@ func quoteAt(t0 time.Time, ms int, asked bool, answer string, price int, age flo
 	return q
 }
 
-// The breaker closed, as the provider sees it, when every quote asks
-// boreal again: the figure is the first quote after the last one that did
-// not, measured from the heal; a quote that was not answered 200 says
-// nothing; with no refused quote there is no breaker to close, and a run
-// that ends refusing never closed.
-func TestBrownoutClosedAfterIsTheFirstQuoteOfTheLastRunThatAsked(t *testing.T) {
+// The breaker closed, as the provider sees it, when its probes (the first
+// breaker.DefaultProbes quotes after the last one that did not ask boreal)
+// were answered: measured from the heal to the latest of their answers; a
+// quote that was not answered 200 says nothing; with no refused quote
+// there is no breaker to close, and a run that ends before its probes
+// were answered never closed.
+func TestBrownoutClosedByIsTheProbesOfTheLastRunThatAsked(t *testing.T) {
+	if breaker.DefaultProbes != 3 {
+		t.Fatalf("the fixture has 3 probes, checkpoint 19's default is %d", breaker.DefaultProbes)
+	}
 	t0 := time.Now()
 	busy := quoteAt(t0, 14_650, false, "", 0, 0)
 	busy.status = http.StatusServiceUnavailable
@@ -53,18 +58,21 @@ func TestBrownoutClosedAfterIsTheFirstQuoteOfTheLastRunThatAsked(t *testing.T) {
 		quoteAt(t0, 14_300, false, "stale", 1000, 8200),
 		quoteAt(t0, 14_600, true, "fresh", 1000, 0),
 		busy,
-		quoteAt(t0, 14_700, true, "fresh", 1000, 0),
+		quoteAt(t0, 14_610, true, "fresh", 1000, 0),
+		quoteAt(t0, 14_700, true, "fresh", 1000, 0), // the third probe, answered at 14.74 s
+		quoteAt(t0, 14_800, true, "fresh", 1000, 0),
 	)
-	if got := r.closedAfter(); got != int64(600) {
-		t.Errorf("closed after = %v, want 600 (ms from the heal at 14 s to the quote at 14.6 s)", got)
+	if got := r.closedAfter(); got != int64(740) {
+		t.Errorf("closed by = %v, want 740 (ms from the heal at 14 s to the third probe's answer at 14.74 s)", got)
 	}
 	allAsked := brownoutFixture(t0, quoteAt(t0, 100, true, "fresh", 1000, 0), quoteAt(t0, 7_000, true, "", 0, 0), quoteAt(t0, 15_000, true, "fresh", 1000, 0))
 	if got := allAsked.closedAfter(); got != "-" {
-		t.Errorf("no quote refused: closed after = %v, want -", got)
+		t.Errorf("no quote refused: closed by = %v, want -", got)
 	}
-	stuck := brownoutFixture(t0, quoteAt(t0, 7_000, false, "stale", 1000, 1000), quoteAt(t0, 19_000, false, "stale", 1000, 13000))
+	stuck := brownoutFixture(t0, quoteAt(t0, 7_000, false, "stale", 1000, 1000),
+		quoteAt(t0, 19_000, false, "stale", 1000, 13000), quoteAt(t0, 19_500, true, "fresh", 1000, 0), quoteAt(t0, 19_600, true, "fresh", 1000, 0))
 	if got := stuck.closedAfter(); got != "never" {
-		t.Errorf("the last quote refused: closed after = %v, want never", got)
+		t.Errorf("two quotes after the last refused one: closed by = %v, want never", got)
 	}
 }
 
