@@ -37,7 +37,7 @@ func TestDemoAndLoadHelpListEverything(t *testing.T) {
 	}
 	// lab demo NN --help: lesson NN's demos only, on stdout (the help is
 	// the answer), nothing on stderr.
-	for _, lesson := range []int{16, 17, 18} {
+	for _, lesson := range []int{16, 17, 18, 19} {
 		for _, args := range [][]string{{"demo", strconv.Itoa(lesson), "--help"}, {"demo", "-h", strconv.Itoa(lesson)}} {
 			out.Reset()
 			errb.Reset()

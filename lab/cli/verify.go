@@ -25,6 +25,9 @@ const testTimeout = 10 * time.Minute
 // A verifyItem is one thing the instructor's run proves: a group of tests.
 type verifyItem struct {
 	name string
+	// hash (lab verify --docs) is the hash of what the item's figures
+	// depend on (docsHash), for DocsRecord.
+	hash string
 	// dir and args say which go test run holds the item's tests; items
 	// with the same run share it. match picks the item's tests from it.
 	dir   string
@@ -73,6 +76,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	deep := fset.Bool("deep", false, "also run each checkpoint's own tests against each of its mutants (slower)")
 	killset := fset.Bool("killset", false, "instructor: generate the mutants of each named exercise's scope (every mutant-graded one when none is named), run the reference answer --runs times on each, and write lessons/NN/mutants/generated.txt")
 	runs := fset.Int("runs", 3, "with --killset: runs of the reference answer per generated mutant (at least 3)")
+	recorded := fset.Bool("recorded", false, "with --docs: run only the demos whose inputs changed since they last passed, as "+DocsRecord+" records (CI)")
 	docs := fset.Bool("docs", false, "only check the lesson pages' figures: run each `lab demo` a page shows and compare its figures with the page's, within the tolerances written beside them (a demo whose figures drift is run once more, and that run decides)")
 	filters, code, ok := parseArgs(fset, args)
 	if !ok {
@@ -104,6 +108,26 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 			return usageError(fset, stderr, "no item matches %s", strings.Join(filters, " "))
 		}
 	}
+	if *recorded && !*docs {
+		return usageError(fset, stderr, "--recorded goes with --docs")
+	}
+	var rec map[string]string
+	if *docs {
+		var err error
+		if rec, err = readDocsRecord(root); err != nil {
+			fmt.Fprintf(stderr, "lab verify --docs: %v\n", err)
+			return 1
+		}
+		if *recorded {
+			for i, it := range items {
+				if it.hash != "" && rec[it.name] == it.hash {
+					items[i].run = func(context.Context) itemResult {
+						return itemResult{OK: true, Summary: "passed as " + DocsRecord + " records: nothing its figures depend on changed since"}
+					}
+				}
+			}
+		}
+	}
 	progress := stdout
 	if *asJSON {
 		progress = stderr
@@ -112,6 +136,22 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	res := verify(ctx, root, items, *noCache, progress)
+	if *docs {
+		// Record what passed; forget what failed (an inconclusive run says
+		// nothing either way).
+		for i, r := range res.Items {
+			switch it := items[i]; {
+			case it.hash == "":
+			case r.OK:
+				rec[it.name] = it.hash
+			case !r.Inconclusive:
+				delete(rec, it.name)
+			}
+		}
+		if err := writeDocsRecord(root, rec); err != nil {
+			fmt.Fprintf(stderr, "lab verify --docs: %v\n", err)
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -43,10 +43,12 @@ func docsItems(root string) []verifyItem {
 			}
 			byDemo[key] = append(byDemo[key], m)
 		}
+		hash, _ := docsHash(root, l.Page()) // "" on an error: never taken as recorded
 		for _, key := range order {
 			ms := byDemo[key]
 			items = append(items, verifyItem{
 				name: "docs: " + l.Page() + ": lab demo " + key,
+				hash: hash,
 				run:  func(ctx context.Context) itemResult { return checkDemoFigures(ctx, root, ms) },
 			})
 		}

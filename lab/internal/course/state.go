@@ -47,7 +47,10 @@ type State struct {
 	unreadable map[string]json.RawMessage
 }
 
-const stateFile = "state.json"
+// StateFile is the progress record's name in the state folder.
+const StateFile = "state.json"
+
+const stateFile = StateFile
 
 // LoadState reads the state in dir. A missing file is an empty state. An
 // entry that cannot be read is kept aside (and written back as it was by

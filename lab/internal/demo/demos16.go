@@ -36,6 +36,8 @@ var All = []Demo{
 	{17, "redis-outage", "one process on Redis, Redis killed and started again empty: fail closed, then recover", redisOutage},
 	{18, "hedge", "300 quotes at tail and 100 at slow, eleven ways: no hedge, the checkpoint's, failsafe-go's, the knobs set wrong", hedgeCompare},
 	{18, "tail", "300 quotes at tail then 100 at slow through QuoteFlow: --no-hedge, checkpoint 18, its no_budget mutant", tailDemo},
+	{19, "brownout", "2 quotes at a time for 20 s, boreal down (503) for 8 s: as 18, stale only, checkpoint 19's breakers", brownout503},
+	{19, "brownout-hang", "the same with boreal hanging past the quote's budget: as 18, stale only, checkpoint 19's breakers", brownoutHang},
 }
 
 // Find returns lesson's demos, or only the one named.

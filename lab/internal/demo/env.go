@@ -1,4 +1,4 @@
-// Package demo runs the experiments lessons 16 to 18 show, each end to
+// Package demo runs the experiments lessons 16 to 19 show, each end to
 // end: it starts what the experiment needs on free loopback ports (the
 // provider lab in this process, checkpoint builds as processes, a
 // redis-server or the embedded stand-in), runs it, prints the page's table
@@ -163,7 +163,12 @@ func (e *Env) Provider() (*provider.Server, error) { return e.ProviderScaled(1) 
 // ProviderScaled starts a provider lab whose latencies are scaled by scale,
 // seeded as `lab provider` is by default.
 func (e *Env) ProviderScaled(scale float64) (*provider.Server, error) {
-	srv, err := provider.Start(provider.Options{LatencyScale: scale, Seed: provider.DefaultSeed}, "127.0.0.1:0", "")
+	return e.ProviderWith(provider.Options{LatencyScale: scale, Seed: provider.DefaultSeed})
+}
+
+// ProviderWith starts a provider lab with opts in this process on a free port.
+func (e *Env) ProviderWith(opts provider.Options) (*provider.Server, error) {
+	srv, err := provider.Start(opts, "127.0.0.1:0", "")
 	if err != nil {
 		return nil, err
 	}

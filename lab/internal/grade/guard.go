@@ -46,6 +46,12 @@ type Guard struct {
 	files  map[string]guarded  // slash path from root → what it held
 	dirs   map[string]struct{} // slash paths of the folders there were
 	kept   string              // where the changed versions were copied, once any was
+	// progress is lab's record of each exercise's verdict (state.json in
+	// the state folder, which the guard otherwise leaves alone): what it
+	// held (nil: there was none), so that an answer cannot write itself
+	// "passed" records for other exercises.
+	progress     string
+	progressData []byte
 	// Restores called at once share a look at the course: ticket numbers
 	// the calls and the looks; last is the ticket the last look was begun
 	// under, and lastFound what it found.
@@ -167,7 +173,10 @@ func NewGuard(root string, skip ...string) (*Guard, error) {
 			ex.dirs = append(ex.dirs, abs)
 		}
 	}
-	g := &Guard{except: ex}
+	g := &Guard{except: ex, progress: filepath.Join(course.StateDir(root), course.StateFile)}
+	if data, err := os.ReadFile(g.progress); err == nil {
+		g.progressData = data
+	}
 	var err error
 	if g.root, err = filepath.Abs(root); err != nil {
 		return nil, err
@@ -311,6 +320,9 @@ func (g *Guard) restore() []string {
 			os.Remove(path)
 		}
 	}
+	if name, ok := g.restoreProgress(); !ok {
+		changed = append(changed, name)
+	}
 	// Folders made since, deepest first: each goes once it is empty (what
 	// an answer put there is gone; what is left is not the guard's).
 	var made []string
@@ -327,6 +339,40 @@ func (g *Guard) restore() []string {
 	}
 	slices.Sort(changed)
 	return changed
+}
+
+// restoreProgress puts lab's progress record back as it was when the
+// check began, if it changed (an answer cannot write "passed" for any
+// exercise: lab writes a verdict only after the last run); it returns the
+// name to report and whether the record was as it was. Another lab check
+// of the same course that ends meanwhile changes it too, and is undone:
+// its verdict is in its own report, and its record comes back when it is
+// run again. g.mu is held.
+func (g *Guard) restoreProgress() (string, bool) {
+	name := g.progress
+	if rel, err := filepath.Rel(g.root, g.progress); err == nil && !strings.HasPrefix(rel, "..") {
+		name = filepath.ToSlash(rel)
+	}
+	now, err := os.ReadFile(g.progress)
+	switch {
+	case err != nil && g.progressData == nil:
+		return name, true
+	case err == nil && g.progressData != nil && bytes.Equal(now, g.progressData):
+		return name, true
+	}
+	if err == nil {
+		g.keep(".lab-progress/"+course.StateFile, guarded{data: now, mode: 0o644})
+	}
+	if g.progressData == nil {
+		os.Remove(g.progress)
+		return name, false
+	}
+	tmp := g.progress + ".restore"
+	if err := os.WriteFile(tmp, g.progressData, 0o644); err != nil || os.Rename(tmp, g.progress) != nil {
+		os.Remove(tmp)
+		return name + " (could not be restored)", false
+	}
+	return name, false
 }
 
 // keep copies a changed file, as found, under the state dir before it is

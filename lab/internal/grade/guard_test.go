@@ -222,3 +222,37 @@ func TestGuardNamesLargeFilesItCannotKeep(t *testing.T) {
 		t.Fatalf("after a restore, the guard still says %v", got)
 	}
 }
+
+// lab's progress record is the one file of its state the guard keeps: an
+// answer that writes itself "passed" records (or a record where there was
+// none) is named, and the record is put back as it was.
+func TestGuardKeepsTheProgressRecord(t *testing.T) {
+	for _, before := range []string{`{"exercises":{}}` + "\n", ""} {
+		root := t.TempDir()
+		state := filepath.Join(root, ".lab")
+		os.MkdirAll(state, 0o755)
+		record := filepath.Join(state, "state.json")
+		if before != "" {
+			os.WriteFile(record, []byte(before), 0o644)
+		}
+		g, err := NewGuard(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(state, "other"), []byte("lab's own\n"), 0o644) // the rest of the state is not the guard's
+		if got := g.Restore(); len(got) != 0 {
+			t.Fatalf("nothing changed the record, yet %q", got)
+		}
+		os.WriteFile(record, []byte(`{"exercises":{"E19":{"status":"passed","summary":"forged"}}}`), 0o644)
+		if got := g.Restore(); !slices.Equal(got, []string{".lab/state.json"}) {
+			t.Fatalf("record forged (before: %q): Restore = %q, want it named", before, got)
+		}
+		data, err := os.ReadFile(record)
+		switch {
+		case before == "" && err == nil:
+			t.Errorf("there was no record, and a forged one is left: %q", data)
+		case before != "" && string(data) != before:
+			t.Errorf("record %q after Restore, want it as it was: %q", data, before)
+		}
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -144,4 +146,43 @@ func TestAnOrphanInAnotherRunsGroupIsThatRunsToCount(t *testing.T) {
 	if want := []int{mine, stray}; !slices.Equal(doomed, want) {
 		t.Fatalf("doomed %v, want %v (not the other run's %d)", doomed, want, other)
 	}
+}
+
+// below, the sweep's scan, finds what procs (every process of the machine)
+// finds below this process, field for field.
+func TestBelowFindsWhatAFullScanFinds(t *testing.T) {
+	c := exec.Command("sh", "-c", "sleep 30 & sleep 30; wait")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Process.Kill(); c.Wait() }()
+	self := os.Getpid()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, ok := below(self)
+		if !ok {
+			t.Skip("this kernel lists no children (/proc/PID/task/TID/children): the sweep scans all of /proc")
+		}
+		all := procs()
+		want := map[int]proc{}
+		for _, pid := range subtreeOf(all, self) {
+			want[pid] = all[pid]
+		}
+		if len(got) == 3 && maps.Equal(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("below: %v; a full scan: %v (want the shell and its two sleeps)", got, want)
+		}
+		time.Sleep(10 * time.Millisecond) // the shell is starting its sleeps
+	}
+}
+
+// subtreeOf is every process below pid in all, pid aside.
+func subtreeOf(all map[int]proc, pid int) []int {
+	children := map[int][]int{}
+	for _, p := range all {
+		children[p.ppid] = append(children[p.ppid], p.pid)
+	}
+	return subtree(children, pid)[1:]
 }

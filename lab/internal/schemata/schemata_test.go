@@ -112,11 +112,20 @@ func TestOneBuildRunsEachVersion(t *testing.T) {
 		{s.Select("also_adds_twice"), "5 a-b [hi] 2 x 7"},
 		{s.Select("first_is_last"), "3 a-b [hi] 2 y 7"},
 		{s.Select("box_empty"), "3 a-b [hi] 2 x 0"},
-		{"", "3 a-b [hi] 2 x 7"},
+		{s.Decoy("limit_changed"), "3 a-b [hi] 2 x 7"},
 	} {
 		res := runner.Run(context.Background(), runner.Cmd{Name: bin, Env: []string{tc.env}})
 		if got := strings.TrimSpace(res.Output); got != tc.want {
 			t.Errorf("with %q: got %q, want %q", tc.env, got, tc.want)
+		}
+	}
+	// Started without lab check's setting, or with one it never gave, the
+	// build refuses to run: it would be the correct code, an oracle for an
+	// answer that runs itself again to compare.
+	for _, env := range []string{"", s.Env + "=" + strings.Repeat("0", len(s.Tokens["adds_twice"]))} {
+		res := runner.Run(context.Background(), runner.Cmd{Name: bin, Env: []string{env}})
+		if res.ExitCode != 3 || !strings.Contains(res.Output, "built by lab check for its own runs") {
+			t.Errorf("with %q: exit %d, %q; want exit 3 and the reason", env, res.ExitCode, strings.TrimSpace(res.Output))
 		}
 	}
 	if strings.Contains(s.Env, "MUTANT") || strings.Contains(s.Reference(), "reference") {

@@ -86,7 +86,7 @@ func generatedVerdict(r *report.Report) (missed []string, notRun int) {
 
 // generatedMissed is the verdict's clause for generated mutants let through.
 func generatedMissed(reqOK, req, caught, n int, missed []string) string {
-	lead := "it "
+	lead := "" // after "catches only …; and it "
 	if reqOK == req {
 		lead = fmt.Sprintf("catches every hand-written required mutant (%d/%d), yet ", reqOK, req)
 	}

@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The hash a demo is recorded under changes with what its figures depend
+// on (code of the lab, the provider, a checkpoint; the lesson's page and
+// programs) and not with what cannot change a figure (tests, Markdown
+// elsewhere, the lesson's mutants); the record reads back what it wrote.
+func TestDocsHashFollowsWhatTheFiguresDependOn(t *testing.T) {
+	root := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"go.mod", "go.sum", "lab/main.go", "provider/p.go", "internal/i.go", "checkpoints/18/hedge/hedge.go",
+		"checkpoints/18/hedge/hedge_test.go", "checkpoints/18/README.md", "lessons/18/README.md", "lessons/18/failsafe/main.go",
+		"lessons/18/mutants/m.txtar", "lessons/17/README.md"} {
+		write(f, "v1")
+	}
+	const page = "lessons/18/README.md"
+	hash := func() string {
+		t.Helper()
+		h, err := docsHash(root, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	before := hash()
+	for _, f := range []string{"checkpoints/18/hedge/hedge_test.go", "checkpoints/18/README.md", "lessons/18/mutants/m.txtar", "lessons/17/README.md"} {
+		write(f, "v2")
+		if h := hash(); h != before {
+			t.Errorf("%s changed the hash: it changes no figure", f)
+		}
+	}
+	for _, f := range []string{"lab/main.go", "provider/p.go", "internal/i.go", "checkpoints/18/hedge/hedge.go", "lessons/18/README.md", "lessons/18/failsafe/main.go", "go.sum"} {
+		write(f, "v2-"+f)
+		h := hash()
+		if h == before {
+			t.Errorf("%s changed, yet the hash did not", f)
+		}
+		before = h
+	}
+	rec := map[string]string{"docs: " + page + ": lab demo 18 hedge": before}
+	if err := writeDocsRecord(root, rec); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readDocsRecord(root)
+	if err != nil || len(got) != 1 || got["docs: "+page+": lab demo 18 hedge"] != before {
+		t.Fatalf("read back %v, %v; want %v", got, err, rec)
+	}
+}
