@@ -642,11 +642,11 @@ func probesThenClosed() (string, error) {
 // free slot before their deadline; no time left for a call) give it back:
 // the next quote probes, boreal healed. After that one good probe of 2 it
 // is still half-open: four quotes at once send at most 2 calls at once,
-// and the second probe goes. Then it is closed: four quotes at once all
-// ask boreal. Closed, its window starts empty: 3 failures, fewer than the
-// minimum, open nothing. And at its next opening, its probes start afresh
-// and close it again, with an empty window: 1 failure in 5 outcomes opens
-// nothing.
+// and the second probe goes. Then it is closed, with an empty window: 3
+// failures, fewer than the minimum of 4, open nothing; the fourth outcome
+// opens it. At that next opening its probes start afresh and close it
+// again, with an empty window: 1 failure in 5 outcomes opens nothing; and
+// closed, four quotes at once all ask boreal.
 func probesOneAtATime() (string, error) {
 	sc := &script{}
 	f := newFake(func(s string, _ int) plan {
