@@ -995,6 +995,9 @@ func staleWhileDown() (string, error) {
 	}
 	answered, q1End := f.last("boreal").ended, time.Now()
 	down.Store(true)
+	// The last good quote grows 200 ms old before boreal is asked again: an
+	// age_ms that says less (0, or counted from the wrong moment) is wrong.
+	time.Sleep(200 * time.Millisecond)
 	start := time.Now()
 	res, _, err := quote(svc)
 	if err != nil {
