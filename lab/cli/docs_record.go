@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"quoteflowlab.dev/lab/internal/grade"
 )
 
 // DocsRecord is where `lab verify --docs` records each demo whose figures
@@ -32,6 +34,7 @@ var docsInputs = []string{"lab", "provider", "internal", "checkpoints", "go.mod"
 // (mutants aside) and the page itself.
 func docsHash(root, page string) (string, error) {
 	var names []string
+	ignored := grade.Gitignored(root) // go build's outputs, QuoteFlow's data, editors' swap files: none is an input
 	add := func(dir string, skip func(rel string) bool) error {
 		return filepath.WalkDir(filepath.Join(root, filepath.FromSlash(dir)), func(p string, e fs.DirEntry, err error) error {
 			if err != nil {
@@ -42,6 +45,12 @@ func docsHash(root, page string) (string, error) {
 				return err
 			}
 			rel = filepath.ToSlash(rel)
+			if grade.Unguarded(rel, e.IsDir(), ignored) {
+				if e.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
 			name := e.Name()
 			if e.IsDir() {
 				if name == "testdata" || name == "quoteflow-data" || strings.HasPrefix(name, ".") && rel != "." || skip(rel) {

@@ -37,7 +37,10 @@ func TestDocsHashFollowsWhatTheFiguresDependOn(t *testing.T) {
 		return h
 	}
 	before := hash()
-	for _, f := range []string{"checkpoints/18/hedge/hedge_test.go", "checkpoints/18/README.md", "lessons/18/mutants/m.txtar", "lessons/17/README.md"} {
+	write(".gitignore", "*.test\nquoteflow-data/\n")
+	before = hash()
+	for _, f := range []string{"checkpoints/18/hedge/hedge_test.go", "checkpoints/18/README.md", "lessons/18/mutants/m.txtar", "lessons/17/README.md",
+		"checkpoints/18/hedge.test", "checkpoints/18/quoteflow-data/baskets.db", "checkpoints/18/hedge/.hedge.go.swp"} {
 		write(f, "v2")
 		if h := hash(); h != before {
 			t.Errorf("%s changed the hash: it changes no figure", f)

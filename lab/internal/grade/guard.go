@@ -138,11 +138,11 @@ func Unguarded(rel string, dir bool, ignored []string) bool {
 	return false
 }
 
-// gitignored reads the patterns of the root's .gitignore that this guard
+// Gitignored reads the patterns of the root's .gitignore that this guard
 // understands (a name or a glob, anchored by a leading slash or not, a
 // folder by a trailing one); negations and patterns with a slash inside are
 // left out, so they guard rather than skip.
-func gitignored(root string) []string {
+func Gitignored(root string) []string {
 	data, err := os.ReadFile(filepath.Join(root, ".gitignore"))
 	if err != nil {
 		return nil
@@ -164,7 +164,7 @@ func gitignored(root string) []string {
 // NewGuard reads every file of the course under root but those of the
 // folders in skip (the answer's own, the check's cache) and lab's state.
 func NewGuard(root string, skip ...string) (*Guard, error) {
-	ex := except{ignored: gitignored(root)}
+	ex := except{ignored: Gitignored(root)}
 	for _, d := range append(skip, filepath.Join(root, ".lab"), course.StateDir(root)) {
 		if d == "" {
 			continue
