@@ -39,6 +39,13 @@ func TakeKey(cacheDir, name string) []byte {
 	return key
 }
 
+// NewKey is a fresh random key, for one check.
+func NewKey() []byte {
+	key := make([]byte, 32)
+	rand.Read(key)
+	return key
+}
+
 // PutKey writes the key back once no answer runs.
 func PutKey(cacheDir, name string, key []byte) {
 	if os.MkdirAll(cacheDir, 0o755) == nil {
