@@ -164,7 +164,12 @@ func (q *Redis) Acquire(ctx context.Context) error {
 	for n := 0; ; n++ {
 		ok, err := q.tryAcquire(ctx, id, true)
 		if err != nil || ok {
-			if err != nil && n > 0 {
+			// Once in line (a refused try before), or when the caller gave up
+			// during a try that Redis may have run (and put it in line, where
+			// its place would hold a slot for a waiter who is gone), it
+			// leaves the line. A first try that failed because Redis is down
+			// put nothing there.
+			if err != nil && (n > 0 || ctx.Err() != nil) {
 				q.leaveLine(id)
 			}
 			return err
