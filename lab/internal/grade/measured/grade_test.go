@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"quoteflowlab.dev/internal/pressure"
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/report"
+	"quoteflowlab.dev/lab/internal/runner"
 )
 
 // repoRoot is the repository root, four levels above this package.
@@ -87,14 +87,14 @@ const quietWait = 90 * time.Second
 func committedStarter(t *testing.T) string {
 	t.Helper()
 	root, starter := repoRoot(t), e15().Starter()
-	list, err := exec.Command("git", "-C", root, "ls-tree", "-r", "--name-only", "HEAD", "--", starter).Output()
+	list, err := gitOutput(root, "ls-tree", "-r", "--name-only", "HEAD", "--", starter)
 	if err != nil || len(list) == 0 {
 		t.Logf("not a git checkout (%v): grading the working tree's %s", err, starter)
 		return filepath.Join(root, filepath.FromSlash(starter))
 	}
 	dir := t.TempDir()
 	for name := range strings.SplitSeq(strings.TrimSpace(string(list)), "\n") {
-		data, err := exec.Command("git", "-C", root, "show", "HEAD:"+name).Output()
+		data, err := gitOutput(root, "show", "HEAD:"+name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -450,4 +450,18 @@ func TestHasNumberFindsWholeNumbersOnly(t *testing.T) {
 			t.Errorf("hasNumber(%q, %v) = %v, want %v", c.text, c.v, got, c.want)
 		}
 	}
+}
+
+// gitOutput runs git in root through the runner, as every child of this
+// test process must be: once a test has made the process a child
+// subreaper, a sweep kills (and counts against the run it ends) any child
+// the runner does not know, and a git started by exec.Command beside a
+// grading run was once counted as a process that run's tool left behind.
+func gitOutput(root string, args ...string) ([]byte, error) {
+	out := &runner.Buffer{Limit: 16 << 20}
+	res := runner.Run(context.Background(), runner.Cmd{Name: "git", Args: append([]string{"-C", root}, args...), Stdout: out, Timeout: time.Minute, Unmeasured: true})
+	if !res.OK() {
+		return nil, fmt.Errorf("git %s: exit %d, %v: %s", strings.Join(args, " "), res.ExitCode, res.Err, res.Output)
+	}
+	return out.Bytes(), nil
 }
