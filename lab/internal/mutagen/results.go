@@ -151,7 +151,11 @@ func (r *Results) Write(w io.Writer) error {
 		fmt.Fprintf(b, "\top: %s\n", e.Op)
 		fmt.Fprintf(b, "\tat: %s\n", e.Where)
 		fmt.Fprintf(b, "\tedit: %s\n", e.Edit)
-		fmt.Fprintf(b, "\tkilled: %d/%d\n", e.Killed, r.Runs)
+		if r.Wheats {
+			fmt.Fprintf(b, "\tfailed: %d/%d\n", e.Killed, r.Runs)
+		} else {
+			fmt.Fprintf(b, "\tkilled: %d/%d\n", e.Killed, r.Runs)
+		}
 		if e.Says != "" {
 			fmt.Fprintf(b, "\tsays: %s\n", e.Says)
 		}
@@ -190,7 +194,7 @@ func ParseResults(text string) (*Results, error) {
 				cur.Where = val
 			case "edit":
 				cur.Edit = val
-			case "killed":
+			case "killed", "failed":
 				k, _, _ := strings.Cut(val, "/")
 				cur.Killed, _ = strconv.Atoi(k)
 			case "says":

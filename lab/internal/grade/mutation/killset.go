@@ -165,7 +165,7 @@ func runSet(ctx context.Context, o grade.Request, ms []mutagen.Mutant, runs int,
 		return nil, fmt.Errorf("the reference answer does not build with the schema:\n%s", buildOutput(b.mainRes))
 	}
 	c.buildOwn(ctx, b, vs)
-	fmt.Fprintf(log, "%s: built in %.1f s (%d mutants need a build of their own)\n", l.Exercise(), time.Since(built).Seconds(), len(b.own))
+	fmt.Fprintf(log, "%s: built in %.1f s (%d need a build of their own)\n", l.Exercise(), time.Since(built).Seconds(), len(b.own))
 	for i := range runs {
 		res, busy := c.run(ctx, "the correct checkpoint", b.main, b.referenceEnv())
 		if !res.OK() && !busy {
