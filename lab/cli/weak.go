@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -28,7 +29,7 @@ import (
 // answer that the hand-written checks alone would pass: the evidence that
 // the generated checks add something. It prints each one, with the command
 // that grades it; it writes nothing.
-func runWeak(root string, names []string, parallel int, stdout, stderr io.Writer) int {
+func runWeak(root string, names []string, parallel, sample int, seed uint64, stdout, stderr io.Writer) int {
 	var lessons []course.Lesson
 	for _, n := range names {
 		l, err := course.ParseExercise(n)
@@ -49,6 +50,10 @@ func runWeak(root string, names []string, parallel int, stdout, stderr io.Writer
 			}
 		}
 	}
+	if sample < 0 {
+		fmt.Fprintln(stderr, "lab verify --weak: --sample must be 0 (every mutant) or more")
+		return 2
+	}
 	if parallel < 1 || parallel > 8 {
 		fmt.Fprintln(stderr, "lab verify --weak: --parallel must be 1 to 8 (each check runs several runs at once)")
 		return 2
@@ -63,7 +68,7 @@ func runWeak(root string, names []string, parallel int, stdout, stderr io.Writer
 	runner.BecomeSubreaper()
 	code := 0
 	for _, l := range lessons {
-		if err := weakOf(ctx, root, exe, l, parallel, stdout); err != nil {
+		if err := weakOf(ctx, root, exe, l, parallel, sample, seed, stdout); err != nil {
 			fmt.Fprintf(stderr, "lab verify --weak %s: %v\n", l.Exercise(), err)
 			code = 1
 		}
@@ -80,7 +85,7 @@ type weakGrade struct {
 	detail  string
 }
 
-func weakOf(ctx context.Context, root, exe string, l course.Lesson, parallel int, stdout io.Writer) error {
+func weakOf(ctx context.Context, root, exe string, l course.Lesson, parallel, sample int, seed uint64, stdout io.Writer) error {
 	began := time.Now()
 	ref := l.Reference()
 	file := ref + "/main.go"
@@ -96,9 +101,15 @@ func weakOf(ctx context.Context, root, exe string, l course.Lesson, parallel int
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: %d mutants of the reference answer (%s), %d compile; grading each with lab check, %d at a time\n",
-		l.Exercise(), len(all), file, len(ms), parallel)
+	fmt.Fprintf(stdout, "%s: %d mutants of the reference answer (%s), %d compile", l.Exercise(), len(all), file, len(ms))
 	_ = dropped
+	if sample > 0 && sample < len(ms) {
+		r := rand.New(rand.NewPCG(seed, 0))
+		r.Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
+		ms = ms[:sample]
+		fmt.Fprintf(stdout, ", %d of them drawn (--sample %d --seed %d)", sample, sample, seed)
+	}
+	fmt.Fprintf(stdout, "; grading each with lab check, %d at a time\n", parallel)
 	others, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(ref), "*.go"))
 	if err != nil {
 		return err
