@@ -11,6 +11,7 @@ import (
 
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/grade/mutation"
+	"quoteflowlab.dev/lab/internal/mutagen"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/variant"
 )
@@ -98,6 +99,9 @@ func showGenerated(root string, lesson course.Lesson, name string, stdout, stder
 	status := "not in " + listed
 	if e != nil {
 		status = e.Status
+		if e.Status == mutagen.Wheat {
+			status = "kept: the reference answer passes it every run"
+		}
 		if e.MergedInto != "" {
 			status += " into " + e.MergedInto
 		}
