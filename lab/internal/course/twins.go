@@ -1,8 +1,11 @@
 package course
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"quoteflowlab.dev/lab/internal/msg"
@@ -16,8 +19,10 @@ import (
 // hint, watch, show: lab speaks the reader's language) are run with
 // LANG=zh_CN.UTF-8 in the Chinese edition: their command lines and their
 // figures (every number but a duration, which no two runs share) are the
-// same as the English edition's. Every other block is the same byte for
-// byte.
+// same as the English edition's. A diagram (```mermaid) and a sketch in
+// words (a ```text block with no command, in Chinese where the English has
+// none) are translated: their figures are the same. Every other block is
+// the same byte for byte.
 
 // Twin is the Chinese edition's path of an English page.
 func Twin(page string) string { return msg.ZhPath(page) }
@@ -102,14 +107,21 @@ func Markers(text string) []string { return markerRE.FindAllString(text, -1) }
 var markerRE = regexp.MustCompile(`(?s)<!-- figures: .*?-->`)
 
 var (
-	durationRE = regexp.MustCompile(`[0-9]+(\.[0-9]+)? ?(ns|µs|ms|s|m)\b|\d{2}:\d{2}:\d{2}`)
+	durationRE = regexp.MustCompile(`[0-9]+(\.[0-9]+)?\s*(ns|µs|ms|s|m)\b|\d{2}:\d{2}:\d{2}`)
 	numberRE   = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
 )
 
 // Figures returns the numbers of a block of lab's sentences, durations
-// left out.
+// left out, in increasing order: a translated sentence may give the same
+// numbers in another order.
 func Figures(body string) []string {
-	return numberRE.FindAllString(durationRE.ReplaceAllString(body, " "), -1)
+	f := numberRE.FindAllString(durationRE.ReplaceAllString(body, " "), -1)
+	slices.SortFunc(f, func(a, b string) int {
+		x, _ := strconv.ParseFloat(a, 64)
+		y, _ := strconv.ParseFloat(b, 64)
+		return cmp.Or(cmp.Compare(x, y), cmp.Compare(a, b))
+	})
+	return f
 }
 
 // CompareTwins says how a Chinese page (zh) differs from its English twin
@@ -139,7 +151,7 @@ func CompareTwins(en, zh string) []string {
 			if a, b := Figures(e.Body), Figures(z.Body); strings.Join(a, " ") != strings.Join(b, " ") {
 				bad = append(bad, fmt.Sprintf("%s, `%s`: the figures differ:\n\tEnglish %v\n\tChinese %v", where, e.Command(), a, b))
 			}
-		case e.Lang == "text" && e.Command() == "" && isProse(e.Body, z.Body):
+		case e.Lang == "mermaid" || e.Lang == "text" && e.Command() == "" && isProse(e.Body, z.Body):
 			// a sketch in words (a timeline, a table drawn in text): translated
 			if a, b := Figures(e.Body), Figures(z.Body); strings.Join(a, " ") != strings.Join(b, " ") {
 				bad = append(bad, fmt.Sprintf("%s: a text sketch whose figures differ:\n\tEnglish %v\n\tChinese %v", where, a, b))

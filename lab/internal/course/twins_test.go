@@ -24,7 +24,6 @@ var notYetInChinese = map[string]bool{
 	"README.md":            true,
 	"lessons/12/README.md": true,
 	"lessons/13/README.md": true,
-	"lessons/14/README.md": true,
 	"lessons/15/README.md": true,
 	"lessons/16/README.md": true,
 	"lessons/17/README.md": true,

@@ -253,6 +253,8 @@ func wrap(text string, width int) []string {
 			line = word
 		case columns(line)+1+columns(word) <= width:
 			line += " " + word
+		case hasWide(line) || hasWide(word):
+			line += " " + word // broken below, between two characters
 		default:
 			lines = append(lines, line)
 			line = word
@@ -262,7 +264,7 @@ func wrap(text string, width int) []string {
 			if cut <= 0 {
 				break
 			}
-			lines = append(lines, line[:cut])
+			lines = append(lines, strings.TrimRight(line[:cut], " "))
 			line = strings.TrimLeft(line[cut:], " ")
 		}
 	}
@@ -272,14 +274,17 @@ func wrap(text string, width int) []string {
 	return lines
 }
 
+func hasWide(s string) bool { return strings.IndexFunc(s, Wide) >= 0 }
+
 // cjkCut is where to break s to keep it within width columns: the last
-// byte offset, at most width columns in, that falls between two CJK
-// characters (and not before closing punctuation); 0 when there is none.
+// byte offset, at most width columns in, that is a space or touches a CJK
+// character (never before closing punctuation or after opening); 0 when
+// there is none.
 func cjkCut(s string, width int) int {
 	cut, cols := 0, 0
 	var prev rune
 	for i, r := range s {
-		if i > 0 && (Wide(prev) || Wide(r)) && !strings.ContainsRune("，。；：、）」』》！？”", r) && !strings.ContainsRune("（「『《“", prev) {
+		if i > 0 && (r == ' ' || (Wide(prev) || Wide(r)) && !strings.ContainsRune("，。；：、）」』》！？”", r) && !strings.ContainsRune("（「『《“", prev)) {
 			cut = i
 		}
 		cols += runeCols(r)
