@@ -73,9 +73,11 @@ func (r *Report) writeReference(w io.Writer, ref *Run) {
 }
 
 func (r *Report) writeProperties(w io.Writer) {
-	var muts, gen, wheats, measured []Prop
+	var muts, gen, genWheats, wheats, measured []Prop
 	for _, p := range r.Properties {
 		switch {
+		case p.Generated != nil && p.Kind == Wheat:
+			genWheats = append(genWheats, p)
 		case p.Generated != nil:
 			gen = append(gen, p)
 		case p.Kind == Wheat:
@@ -105,6 +107,9 @@ func (r *Report) writeProperties(w io.Writer) {
 			fmt.Fprint(w, msg.T("report.wheats", r.Checkpoint))
 		}
 		writeProps(w, wheats)
+	}
+	if len(genWheats) > 0 {
+		writeGeneratedWheats(w, genWheats, notRun)
 	}
 	if len(measured) > 0 {
 		fmt.Fprint(w, msg.T("report.properties"))
@@ -164,6 +169,38 @@ func writeGenerated(w io.Writer, gen []Prop, notRun bool) {
 			}
 			fmt.Fprintf(w, "%23s%s\n", "", line)
 		}
+		if p.Detail != "" {
+			Indent(w, strings.Repeat(" ", 23)+"> ", p.Detail)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// writeGeneratedWheats shows the generated wheats as one group: how many
+// passed, and each one the answer failed on, with what it changes.
+func writeGeneratedWheats(w io.Writer, gen []Prop, notRun bool) {
+	passed, run := 0, 0
+	var bad []Prop
+	for _, p := range gen {
+		if p.OK {
+			passed++
+		}
+		if p.Status != NotRun {
+			run++
+		}
+		if !p.OK && p.Status != NotRun {
+			bad = append(bad, p)
+		}
+	}
+	if notRun || run == 0 {
+		fmt.Fprint(w, msg.T("report.gen_wheats_not_run", len(gen)))
+		return
+	}
+	fmt.Fprint(w, msg.T("report.gen_wheats", passed, len(gen)))
+	for _, p := range bad {
+		g := p.Generated
+		fmt.Fprintf(w, "  %s %-14s %s\n", Pad(StatusWord(p), 10), g.Op, p.Name)
+		fmt.Fprintf(w, "%23s%s\n", "", msg.T("report.generated_at", g.Where, g.Edit))
 		if p.Detail != "" {
 			Indent(w, strings.Repeat(" ", 23)+"> ", p.Detail)
 		}
