@@ -3,16 +3,19 @@ module quoteflowlab.dev
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/gorilla/mux v1.8.1
+	github.com/nicksnyder/go-i18n/v2 v2.7.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/tsenart/vegeta/v12 v12.13.0
 	go.etcd.io/bbolt v1.4.3
 	go.uber.org/goleak v1.3.0
+	golang.org/x/text v0.43.0
 	quoteflowlab.dev/checkpoints/12 v0.0.0
 	quoteflowlab.dev/checkpoints/13 v0.0.0
 	quoteflowlab.dev/checkpoints/14 v0.0.0
@@ -30,15 +33,14 @@ require (
 	github.com/rs/dnscache v0.0.0-20230804202142-fc85eb664529 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/net v0.30.0 // indirect
-	golang.org/x/text v0.19.0 // indirect
+	golang.org/x/net v0.59.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 )
 
 require (
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.48.0
-	golang.org/x/tools v0.26.0 // indirect
+	golang.org/x/tools v0.51.0 // indirect
 	quoteflowlab.dev/checkpoints/16 v0.0.0
 	quoteflowlab.dev/checkpoints/17 v0.0.0
 	quoteflowlab.dev/checkpoints/18 v0.0.0

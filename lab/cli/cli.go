@@ -6,39 +6,42 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
 	"sort"
+	"strings"
 
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/grade/mutation"
+	"quoteflowlab.dev/lab/internal/msg"
 	"quoteflowlab.dev/lab/internal/runner"
 )
 
 // A command is one lab subcommand. run returns the process exit code:
 // 0 success, 1 failure, 2 usage error.
 type command struct {
-	summary string
+	summary string // a message ID
 	run     func(args []string, stdout, stderr io.Writer) int
 }
 
 // commands is the table of contents of the lab command.
 var commands = map[string]command{
-	"provider": {"run the provider lab (suppliers, partner, blackhole)", runProvider},
-	"list":     {"list lessons and exercises with your progress", runList},
-	"check":    {"check an exercise answer against its checkpoint, mutants and wheats", runCheck},
-	"clean":    {"remove lab check's build cache (progress is kept)", runClean},
-	"hint":     {"print an exercise's hint", runHint},
-	"diff":     {"show what a lesson changed between two checkpoints", runDiff},
-	"show":     {"show one mutant's, wheat's or broken variant's edit as a diff", runShow},
-	"verify":   {"instructor: run the whole course suite", runVerify},
-	"stats":    {"print a running provider lab's counters", runStats},
-	"reset":    {"reset a running provider lab's counters", runReset},
-	"redis":    {"serve an embedded Redis stand-in on 127.0.0.1:6379 (lesson 17)", runRedis},
-	"watch":    {"check an exercise again on every save (file events, or --poll)", runWatch},
+	"provider": {"cmd.provider", runProvider},
+	"list":     {"cmd.list", runList},
+	"check":    {"cmd.check", runCheck},
+	"clean":    {"cmd.clean", runClean},
+	"hint":     {"cmd.hint", runHint},
+	"diff":     {"cmd.diff", runDiff},
+	"show":     {"cmd.show", runShow},
+	"verify":   {"cmd.verify", runVerify},
+	"stats":    {"cmd.stats", runStats},
+	"reset":    {"cmd.reset", runReset},
+	"redis":    {"cmd.redis", runRedis},
+	"watch":    {"cmd.watch", runWatch},
 
-	"load": {"send QuoteFlow quotes or baskets at a rate or concurrency; latency and the provider's counts", runLoad},
-	"demo": {"run a lesson's experiment end to end and print its table (lab demo --help lists them)", runDemo},
+	"load": {"cmd.load", runLoad},
+	"demo": {"cmd.demo", runDemo},
 
-	"waterfall": {"draw one request's attempts, as a running provider lab saw them, as an SVG", runWaterfall},
+	"waterfall": {"cmd.waterfall", runWaterfall},
 }
 
 // Main runs the lab command with args (without the program name) and
@@ -47,6 +50,10 @@ var commands = map[string]command{
 // run passes no signal on.
 func Main(args []string, stdout, stderr io.Writer) int {
 	runner.EndWithParent()
+	args, code, ok := chooseLang(args, stderr)
+	if !ok {
+		return code
+	}
 	if len(args) == 0 {
 		usage(stderr)
 		return 2
@@ -59,32 +66,65 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(stderr, "lab: unknown command %q\n\n", name)
+		fmt.Fprint(stderr, msg.T("lab.unknown_command", name))
 		usage(stderr)
 		return 2
 	}
 	return cmd.run(args[1:], stdout, stderr)
 }
 
+// chooseLang sets the language of lab's messages, once: --lang (anywhere
+// on the command line, before a lone --; it is taken out of args), else
+// the environment (msg.FromEnv). A --lang lab does not speak is a usage
+// error.
+func chooseLang(args []string, stderr io.Writer) (rest []string, code int, ok bool) {
+	msg.Set(msg.FromEnv(os.Getenv))
+	value, found := "", false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i:]...)
+			break
+		}
+		name, v, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "lang" {
+			rest = append(rest, a)
+			continue
+		}
+		found = true
+		switch {
+		case hasValue:
+			value = v
+		case i+1 < len(args):
+			i++
+			value = args[i]
+		default:
+			value = ""
+		}
+	}
+	if !found {
+		return rest, 0, true
+	}
+	l, err := msg.Parse(value)
+	if err != nil {
+		fmt.Fprint(stderr, msg.T("lab.bad_lang", value))
+		return nil, 2, false
+	}
+	msg.Set(l)
+	return rest, 0, true
+}
+
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: lab <command> [flags]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "commands:")
+	fmt.Fprint(w, msg.T("lab.usage_head"))
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-9s %s\n", n, msg.T(commands[n].summary))
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run `lab <command> -h` for a command's flags.")
-	fmt.Fprintln(w, "Exit codes: 0 success (for check: the answer passed), 1 failure, 2 usage error,")
-	fmt.Fprintln(w, "3 (check, verify) inconclusive: the machine was too busy to judge a timed check or a")
-	fmt.Fprintln(w, "page's figures.")
-	fmt.Fprintln(w, "`go run ./lab` prints \"exit status N\" and itself exits 1 for any failure; for the")
-	fmt.Fprintln(w, "exact code, run the installed command: `go install ./lab`, then `lab <command>`.")
+	fmt.Fprint(w, msg.T("lab.usage_tail"))
 }
 
 // Lesson returns the manifest's lesson of an exercise name ("E14"), for the

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/grade"
 )
 
@@ -31,7 +32,7 @@ var docsInputs = []string{"lab", "provider", "internal", "checkpoints", "go.mod"
 
 // docsHash is the hex SHA-256 of what the figures of page depend on: the
 // Go release, every input file by name and content, the lesson's folder
-// (mutants aside) and the page itself.
+// (mutants aside) and the page itself, with its Chinese twin.
 func docsHash(root, page string) (string, error) {
 	var names []string
 	ignored := grade.Gitignored(root) // go build's outputs, QuoteFlow's data, editors' swap files: none is an input
@@ -58,7 +59,7 @@ func docsHash(root, page string) (string, error) {
 				}
 				return nil
 			}
-			if strings.HasSuffix(name, "_test.go") || strings.HasSuffix(name, ".md") && rel != page || !e.Type().IsRegular() {
+			if strings.HasSuffix(name, "_test.go") || strings.HasSuffix(name, ".md") && rel != page && rel != course.Twin(page) || !e.Type().IsRegular() {
 				return nil
 			}
 			names = append(names, rel)

@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 
 	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/msg"
 )
 
-// runHint implements `lab hint ENN`: it prints lessons/NN/hint.md.
+// runHint implements `lab hint ENN`: it prints lessons/NN/hint.md, or its
+// Chinese edition hint.zh-CN.md when lab speaks Chinese.
 func runHint(args []string, stdout, stderr io.Writer) int {
 	fset := newFlags("hint", "ENN", stderr)
 	pos, code, ok := parseArgs(fset, args)
@@ -19,7 +21,7 @@ func runHint(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if len(pos) != 1 {
-		return usageError(fset, stderr, "want exactly one exercise, like E14")
+		return usageError(fset, stderr, "%s", msg.T("usage.one_exercise"))
 	}
 	lesson, err := course.ParseExercise(pos[0])
 	if err != nil {
@@ -29,9 +31,14 @@ func runHint(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(lesson.Hint())))
+	hint := msg.Twin(lesson.Hint())
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(hint)))
+	if errors.Is(err, fs.ErrNotExist) && hint != lesson.Hint() {
+		hint = lesson.Hint() // no Chinese hint yet: the English one
+		data, err = os.ReadFile(filepath.Join(root, filepath.FromSlash(hint)))
+	}
 	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(stderr, "lab hint: %s has no hint yet (%s does not exist)\n", lesson.Exercise(), lesson.Hint())
+		fmt.Fprint(stderr, msg.T("hint.none", lesson.Exercise(), lesson.Hint()))
 		return 1
 	}
 	if err != nil {

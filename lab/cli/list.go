@@ -5,8 +5,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/msg"
 	"quoteflowlab.dev/lab/internal/report"
 )
 
@@ -20,7 +22,7 @@ func runList(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if len(pos) != 0 {
-		return usageError(fset, stderr, "takes no arguments")
+		return usageError(fset, stderr, "%s", msg.T("usage.no_args"))
 	}
 	root, ok := findRoot("list", stderr)
 	if !ok {
@@ -28,10 +30,10 @@ func runList(args []string, stdout, stderr io.Writer) int {
 	}
 	st, warnings, err := course.LoadState(course.StateDir(root))
 	for _, w := range warnings {
-		fmt.Fprintf(stderr, "lab list: warning: %s\n", w)
+		fmt.Fprint(stderr, msg.T("list.warning", w))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "lab list: %v (showing every exercise as not started)\n", err)
+		fmt.Fprint(stderr, msg.T("list.state_error", err))
 	}
 	writeList(stdout, root, st)
 	return 0
@@ -39,29 +41,30 @@ func runList(args []string, stdout, stderr io.Writer) int {
 
 func writeList(w io.Writer, root string, st course.State) {
 	titles := make([]string, len(course.Lessons))
-	width := len("lesson")
+	head := msg.T("list.col_lesson")
+	width := textWidth(head)
 	for i, l := range course.Lessons {
 		titles[i] = l.DisplayTitle(root)
-		width = max(width, len(titles[i])+4)
+		width = max(width, textWidth(titles[i])+4)
 	}
-	fmt.Fprintf(w, "%-*s  %-8s  %s\n", width, "lesson", "exercise", "status")
+	fmt.Fprintf(w, "%s  %s  %s\n", pad(head, width), pad(msg.T("list.col_exercise"), 8), msg.T("list.col_status"))
 	passed := 0
 	for i, l := range course.Lessons {
 		p := st.Exercises[l.Exercise()]
 		status := progressWord(p.Status)
 		if p.Status != report.Passed && p.PassedAt != nil {
-			status += " (passed " + p.PassedAt.Local().Format("Jan 2 15:04") + ")"
+			status += msg.T("list.passed_at", p.PassedAt.Local().Format(msg.T("list.time_layout")))
 		}
 		if !p.CheckedAt.IsZero() {
-			status += "  (checked " + p.CheckedAt.Local().Format("Jan 2 15:04") + ")"
+			status += msg.T("list.checked_at", p.CheckedAt.Local().Format(msg.T("list.time_layout")))
 		}
 		if p.Status == report.Passed || p.PassedAt != nil {
 			passed++
 		}
-		fmt.Fprintf(w, "%-*s  %-8s  %s\n", width, fmt.Sprintf("%d  %s", l.Number, titles[i]), l.Exercise(), status)
+		fmt.Fprintf(w, "%s  %-8s  %s\n", pad(fmt.Sprintf("%d  %s", l.Number, titles[i]), width), l.Exercise(), status)
 	}
-	fmt.Fprintf(w, "\n%d/%d exercises passed\n", passed, len(course.Lessons))
-	fmt.Fprintf(w, "next: %s\n", next(root, st))
+	fmt.Fprint(w, msg.T("list.passed", passed, len(course.Lessons)))
+	fmt.Fprint(w, msg.T("list.next", next(root, st)))
 }
 
 // next suggests the step after the student's progress: the first exercise
@@ -73,27 +76,58 @@ func next(root string, st course.State) string {
 		case report.Passed:
 			continue
 		case report.Failed:
-			return fmt.Sprintf("%s is failing: run `lab check %s` to see what it lets through (`lab hint %s` if you are stuck)", ex, ex, ex)
+			return msg.T("list.next_failing", ex)
 		}
-		page := l.Page()
+		page := msg.Twin(l.Page())
 		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(page))); err != nil {
-			page = "lesson " + fmt.Sprint(l.Number)
+			page = l.Page()
 		}
-		return fmt.Sprintf("read %s, write %s in %s, then run `lab check %s`", page, ex, l.Starter(), ex)
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(page))); err != nil {
+			page = msg.T("list.lesson_n", l.Number)
+		}
+		return msg.T("list.next_read", page, ex, l.Starter())
 	}
 	if cps := checkpointNumbers(root); len(cps) >= 2 {
-		return fmt.Sprintf("every exercise passes. `lab diff %s %s` shows how far QuoteFlow came.", cps[0], cps[len(cps)-1])
+		return msg.T("list.all_pass_diff", cps[0], cps[len(cps)-1])
 	}
-	return "every exercise passes."
+	return msg.T("list.all_pass")
 }
 
 // progressWord says an exercise's recorded verdict as lab list shows it.
 func progressWord(v report.Verdict) string {
 	switch v {
 	case report.Passed:
-		return "passed"
+		return msg.T("list.status_passed")
 	case report.Failed:
-		return "failing"
+		return msg.T("list.status_failing")
 	}
-	return "not started"
+	return msg.T("list.status_not_started")
+}
+
+// textWidth is how many terminal columns s takes: a CJK character takes two.
+func textWidth(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if wide(r) {
+			n++
+		}
+	}
+	return n
+}
+
+// wide reports whether r is shown two columns wide (CJK ideographs and
+// punctuation, full-width forms).
+func wide(r rune) bool {
+	return r >= 0x1100 && (r <= 0x115f || (r >= 0x2e80 && r <= 0xa4cf) || (r >= 0xac00 && r <= 0xd7a3) ||
+		(r >= 0xf900 && r <= 0xfaff) || (r >= 0xfe30 && r <= 0xfe4f) || (r >= 0xff00 && r <= 0xff60) || (r >= 0xffe0 && r <= 0xffe6))
+}
+
+// pad fills s with spaces to width columns, as %-*s does for text of
+// one-column characters.
+func pad(s string, width int) string {
+	if n := textWidth(s); n < width {
+		return s + strings.Repeat(" ", width-n)
+	}
+	return s
 }

@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strconv"
+	"strings"
 
 	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/msg"
 )
 
 // findRoot returns the repository root above the working directory, or
@@ -29,18 +33,36 @@ func newFlags(cmd, args string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("lab "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: lab %s %s\n", cmd, args)
-		fs.PrintDefaults()
+		fmt.Fprint(stderr, msg.T("flags.usage", cmd, args))
+		printDefaults(fs, stderr)
 	}
 	return fs
 }
+
+// printDefaults is fs.PrintDefaults in the language of lab's messages:
+// the flags' own texts are messages already; flag's "(default X)" is
+// said in that language too.
+func printDefaults(fs *flag.FlagSet, w io.Writer) {
+	if msg.Current() == msg.English {
+		fs.PrintDefaults()
+		return
+	}
+	var b strings.Builder
+	out := fs.Output()
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(out)
+	fmt.Fprint(w, defaultRE.ReplaceAllString(b.String(), msg.T("flags.default")))
+}
+
+var defaultRE = regexp.MustCompile(`(?m) \(default (.*)\)$`)
 
 // noteState adds to a command's usage where progress is kept.
 func noteState(fs *flag.FlagSet) {
 	usage := fs.Usage
 	fs.Usage = func() {
 		usage()
-		fmt.Fprintf(fs.Output(), "Progress is kept in .lab/state.json at the repository root (%s=DIR keeps it in DIR).\n", course.StateDirEnv)
+		fmt.Fprint(fs.Output(), msg.T("flags.state", course.StateDirEnv))
 	}
 }
 
@@ -50,7 +72,7 @@ func noteState(fs *flag.FlagSet) {
 // ok is false: 0 after -h, 2 for a bad flag.
 func parseArgs(fs *flag.FlagSet, args []string) (pos []string, code int, ok bool) {
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parse(fs, args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, 0, false
 			}
@@ -66,6 +88,75 @@ func parseArgs(fs *flag.FlagSet, args []string) (pos []string, code int, ok bool
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// parse is fs.Parse, with flag's complaint said in the language of lab's
+// messages: in English, flag's own line; otherwise lab finds what is wrong
+// with the first bad argument itself (flag's errors carry no type).
+func parse(fs *flag.FlagSet, args []string) error {
+	if msg.Current() == msg.English {
+		return fs.Parse(args)
+	}
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	usage := fs.Usage
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(out, "%s\n", flagProblem(fs, args))
+	}
+	fs.Usage()
+	return err
+}
+
+// flagProblem says, as a message, what is wrong with the first flag of
+// args that fs rejects.
+func flagProblem(fs *flag.FlagSet, args []string) string {
+	for i, a := range args {
+		if a == "--" || len(a) < 2 || a[0] != '-' {
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name == "" || strings.HasPrefix(name, "=") || strings.HasPrefix(a, "---") {
+			return msg.T("flags.bad_syntax", a)
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			return msg.T("flags.unknown", name)
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			if hasValue {
+				if _, err := strconv.ParseBool(value); err != nil {
+					return msg.T("flags.bad_value", value, name)
+				}
+			}
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				return msg.T("flags.needs_value", name)
+			}
+			value = args[i+1]
+		}
+		if err := probe(f, value); err != nil {
+			return msg.T("flags.bad_value", value, name)
+		}
+	}
+	return msg.T("flags.bad_args", strings.Join(args, " "))
+}
+
+// probe sets f to v, to learn whether v is valid (the command stops on a
+// bad flag, so the value set is never used), and puts back what it was.
+func probe(f *flag.Flag, v string) error {
+	saved := f.Value.String()
+	err := f.Value.Set(v)
+	_ = f.Value.Set(saved)
+	return err
 }
 
 // usageError prints a usage problem and the command's usage; exit code 2.

@@ -11,6 +11,7 @@ import (
 
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/grade/mutation"
+	"quoteflowlab.dev/lab/internal/msg"
 	"quoteflowlab.dev/lab/internal/mutagen"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/variant"
@@ -63,7 +64,7 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 		if v.Required {
 			required = ", required"
 		}
-		fmt.Fprintf(stdout, "%s %s (%s%s): %s\n", lesson.Exercise(), v.Name, v.Kind, required, v.Story)
+		fmt.Fprintf(stdout, "%s %s (%s%s): %s\n", lesson.Exercise(), v.Name, v.Kind, required, msg.Pick(v.Story, v.StoryZh))
 		if v.Expect != "" {
 			fmt.Fprintf(stdout, "the grader must reject it for: %s\n", v.Expect)
 		}

@@ -17,21 +17,31 @@ import (
 
 // docsItems check the lesson pages' figures against fresh runs: one item
 // per `lab demo` a page shows, which runs it once and compares every
-// figure its markers name, within the tolerance written beside it.
+// figure its markers name, within the tolerance written beside it, on the
+// English page and on its Chinese twin (README.zh-CN.md) alike: the twin
+// shows the same demo's output, and one run checks both.
 func docsItems(root string) []verifyItem {
 	var items []verifyItem
 	for _, l := range course.Lessons {
-		page := filepath.Join(root, filepath.FromSlash(l.Page()))
-		data, err := os.ReadFile(page)
-		if err != nil {
-			continue
+		var markers []demo.Marker
+		var bad []verifyItem
+		for _, p := range l.Pages() {
+			data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
+			if err != nil {
+				continue
+			}
+			ms, err := demo.Markers(p, string(data))
+			if err != nil {
+				bad = append(bad, verifyItem{
+					name: "docs: " + p + " markers",
+					run:  func(context.Context) itemResult { return itemResult{Summary: err.Error()} },
+				})
+				continue
+			}
+			markers = append(markers, ms...)
 		}
-		markers, err := demo.Markers(l.Page(), string(data))
-		if err != nil {
-			items = append(items, verifyItem{
-				name: "docs: " + l.Page() + " markers",
-				run:  func(context.Context) itemResult { return itemResult{Summary: err.Error()} },
-			})
+		if len(bad) > 0 {
+			items = append(items, bad...)
 			continue
 		}
 		byDemo := map[string][]demo.Marker{}

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,5 +63,30 @@ func TestDocsFiguresOnABusyMachineAreInconclusive(t *testing.T) {
 	mixed := verifyResult{Items: []itemResult{{Inconclusive: true}, {}}}
 	if mixed.inconclusive() {
 		t.Error("a failed item beside an inconclusive one: verify must say FAILED, not inconclusive")
+	}
+}
+
+// lab verify --docs reads a page's Chinese twin too: a twin's marker is
+// checked like the English page's (here, one that names no figure).
+func TestDocsReadsTheChineseTwin(t *testing.T) {
+	root := t.TempDir()
+	block := "```text\n$ go run ./lab demo 16 outage\nactive 3\n```\n\n"
+	good := block + "<!-- figures: lab demo 16 outage\nactive | x ~ exact\n-->\n"
+	bad := block + "<!-- figures: lab demo 16 outage\n-->\n"
+	for name, text := range map[string]string{"lessons/16/README.md": good, "lessons/16/README.zh-CN.md": bad} {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var names []string
+	for _, it := range docsItems(root) {
+		names = append(names, it.name)
+	}
+	if !slices.Contains(names, "docs: lessons/16/README.zh-CN.md markers") {
+		t.Errorf("items %q: the twin's bad marker is not reported", names)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/grade"
+	"quoteflowlab.dev/lab/internal/msg"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/runner"
 	"quoteflowlab.dev/lab/internal/watch"
@@ -27,27 +28,23 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 	usage := fs.Usage
 	fs.Usage = func() {
 		usage()
-		fmt.Fprintln(stderr, "Without ENN: the first exercise not passed yet, as `lab list` shows. The check runs once, then")
-		fmt.Fprintln(stderr, "again whenever a .go file (E15: also budget_plan.json, budget_report.md) under the answer's")
-		fmt.Fprintln(stderr, "folder changes. Keys on a terminal: h hint, r run again, n next exercise after a pass, q quit.")
-		fmt.Fprintln(stderr, "Ctrl-C stops the running check and everything it started; the exit code is 0.")
+		fmt.Fprint(stderr, msg.T("watch.usage_more"))
 	}
-	answer := fs.String("answer", "", "the answer's package `dir`, as for lab check (default lessons/NN/exercise)")
-	poll := fs.Bool("poll", false, "notice changes by scanning the folder instead of by file events: for folders where\n"+
-		"events never arrive (a Windows drive under WSL2, network and synced folders, some editors)")
-	interval := fs.Duration("poll-interval", watch.DefaultInterval, "how often --poll scans (also used when file events cannot be set up)")
-	timeout := fs.Duration("timeout", grade.DefaultTimeout, "kill a run of the answer after this long, as for lab check")
+	answer := fs.String("answer", "", msg.T("watch.flag.answer"))
+	poll := fs.Bool("poll", false, msg.T("watch.flag.poll"))
+	interval := fs.Duration("poll-interval", watch.DefaultInterval, msg.T("watch.flag.poll_interval"))
+	timeout := fs.Duration("timeout", grade.DefaultTimeout, msg.T("watch.flag.timeout"))
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
 	}
 	switch {
 	case len(pos) > 1:
-		return usageError(fs, stderr, "want at most one exercise, like E14")
+		return usageError(fs, stderr, "%s", msg.T("usage.at_most_one_exercise"))
 	case *interval < 10*time.Millisecond || *interval > time.Minute:
-		return usageError(fs, stderr, "--poll-interval must be between 10ms and 1m")
+		return usageError(fs, stderr, "%s", msg.T("usage.poll_interval_range"))
 	case *timeout <= 0:
-		return usageError(fs, stderr, "--timeout must be positive")
+		return usageError(fs, stderr, "%s", msg.T("usage.timeout_positive"))
 	}
 	root, ok := findRoot("watch", stderr)
 	if !ok {
@@ -59,7 +56,7 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 	} else {
 		l, ok := firstNotPassed(root, stderr)
 		if !ok {
-			fmt.Fprintln(stderr, "lab watch: every exercise passes; name one to watch it again, like `lab watch E12`")
+			fmt.Fprint(stderr, msg.T("watch.all_pass"))
 			return 1
 		}
 		exercise = l.Exercise()
@@ -92,10 +89,10 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 func firstNotPassed(root string, stderr io.Writer) (course.Lesson, bool) {
 	st, warnings, err := course.LoadState(course.StateDir(root))
 	for _, w := range warnings {
-		fmt.Fprintf(stderr, "lab watch: warning: %s\n", w)
+		fmt.Fprint(stderr, msg.T("watch.warning", w))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "lab watch: %v (taking every exercise as not started)\n", err)
+		fmt.Fprint(stderr, msg.T("watch.state_error", err))
 	}
 	for _, l := range course.Lessons {
 		if st.Exercises[l.Exercise()].Status != report.Passed {
@@ -125,10 +122,11 @@ func (s *watchSession) options(exercise, answer string) (checkRequest, int, bool
 	if answer != "" {
 		args = append(args, "--answer", answer)
 	}
-	var msg strings.Builder
-	req, code, ok := checkOptions(args, &msg)
+	var said strings.Builder
+	req, code, ok := checkOptions(args, &said)
 	if !ok {
-		text, _, _ := strings.Cut(msg.String(), "usage: lab check")
+		usageLine, _, _ := strings.Cut(msg.T("flags.usage", "check", "\x00"), "\x00")
+		text, _, _ := strings.Cut(said.String(), usageLine)
 		fmt.Fprint(s.stderr, strings.ReplaceAll(text, "lab check", "lab watch"))
 		if code == 2 {
 			s.usage()
@@ -156,7 +154,7 @@ func (s *watchSession) watch(ctx context.Context, req checkRequest) (next checkR
 
 	var (
 		runs    int
-		last    = "first run"
+		last    = msg.T("watch.first_run")
 		pending = true // the first run
 		cur     *checkRun
 		passed  bool
@@ -176,7 +174,7 @@ func (s *watchSession) watch(ctx context.Context, req checkRequest) (next checkR
 				fmt.Fprint(s.stdout, clearScreen)
 				fmt.Fprintln(s.stdout, mode)
 			}
-			fmt.Fprintf(s.stdout, "── %s · run %d · %s · %s ──\n", l.Exercise(), runs, time.Now().Format("15:04:05"), last)
+			fmt.Fprint(s.stdout, msg.T("watch.run_line", l.Exercise(), runs, time.Now().Format("15:04:05"), last))
 			cur = startRun(ctx, req, s.stderr)
 		}
 		changes, done := w.C, (<-chan report.Report)(nil)
@@ -186,7 +184,7 @@ func (s *watchSession) watch(ctx context.Context, req checkRequest) (next checkR
 		select {
 		case <-ctx.Done():
 			stopRun()
-			fmt.Fprintln(s.stderr, "lab watch: stopped")
+			fmt.Fprint(s.stderr, msg.T("watch.stopped"))
 			return next, 0, false
 		case <-changes:
 			pending = true
@@ -201,7 +199,7 @@ func (s *watchSession) watch(ctx context.Context, req checkRequest) (next checkR
 				remember(s.root, r, s.stderr)
 			}
 			r.WriteText(s.stdout)
-			last = fmt.Sprintf("last run: %s in %s", report.VerdictWord(r.Verdict), report.Seconds(took.Milliseconds()))
+			last = msg.T("watch.last_run", report.VerdictWord(r.Verdict), report.Seconds(took.Milliseconds()))
 			passed = r.Verdict == report.Passed
 			s.footer(l, passed, recorded, shown)
 		case k := <-s.keys:
@@ -258,23 +256,23 @@ func (c *checkRun) stop() {
 func (s *watchSession) footer(l course.Lesson, passed, recorded bool, shown string) {
 	if passed {
 		if recorded {
-			fmt.Fprintf(s.stdout, "%s passed: recorded for `lab list`.\n", l.Exercise())
+			fmt.Fprint(s.stdout, msg.T("watch.passed_recorded", l.Exercise()))
 		} else {
-			fmt.Fprintf(s.stdout, "%s passed (an answer outside %s is not recorded for `lab list`).\n", l.Exercise(), l.Starter())
+			fmt.Fprint(s.stdout, msg.T("watch.passed_not_recorded", l.Exercise(), l.Starter()))
 		}
 		n, ok := nextLesson(l)
 		switch {
 		case !ok:
-			fmt.Fprintln(s.stdout, "That was the last exercise.")
+			fmt.Fprint(s.stdout, msg.T("watch.last_exercise"))
 		case s.keys != nil:
-			fmt.Fprintf(s.stdout, "next: %s · %s — press n to watch it, h for its hint, q to quit\n", n.Exercise(), n.DisplayTitle(s.root))
+			fmt.Fprint(s.stdout, msg.T("watch.next_keys", n.Exercise(), n.DisplayTitle(s.root)))
 		default:
-			fmt.Fprintf(s.stdout, "next: %s · %s — run `lab watch %s` (`lab hint %s` for a hint)\n", n.Exercise(), n.DisplayTitle(s.root), n.Exercise(), n.Exercise())
+			fmt.Fprint(s.stdout, msg.T("watch.next_cmd", n.Exercise(), n.DisplayTitle(s.root)))
 		}
 	} else if s.keys != nil {
-		fmt.Fprintln(s.stdout, "keys: h hint · r run again · q quit")
+		fmt.Fprint(s.stdout, msg.T("watch.keys"))
 	}
-	fmt.Fprintf(s.stdout, "watching %s; save to check again (Ctrl-C stops)\n", shown)
+	fmt.Fprint(s.stdout, msg.T("watch.watching", shown))
 }
 
 // nextLesson is the lesson after l in the manifest.
@@ -290,10 +288,10 @@ func nextLesson(l course.Lesson) (course.Lesson, bool) {
 func modeLine(l course.Lesson, what, shown string, w *watch.Watcher) string {
 	switch {
 	case w.Mode == watch.Events:
-		return fmt.Sprintf("lab watch %s: file events on %s (%s) · no events arrived? try `lab watch --poll`", l.Exercise(), shown, what)
+		return msg.T("watch.mode_events", l.Exercise(), shown, what)
 	case w.Fallback != nil:
-		return fmt.Sprintf("lab watch %s: polling %s (%s) every %v, because file events could not be set up (%v) · --poll-interval sets the interval", l.Exercise(), shown, what, w.Interval, w.Fallback)
+		return msg.T("watch.mode_fallback", l.Exercise(), shown, what, w.Interval, w.Fallback)
 	default:
-		return fmt.Sprintf("lab watch %s: polling %s (%s) every %v (--poll) · file events react sooner: drop --poll", l.Exercise(), shown, what, w.Interval)
+		return msg.T("watch.mode_poll", l.Exercise(), shown, what, w.Interval)
 	}
 }

@@ -5,13 +5,13 @@ package course
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"quoteflowlab.dev/lab/internal/msg"
 	"quoteflowlab.dev/lab/internal/report"
 )
 
@@ -20,7 +20,7 @@ const ModulePath = "quoteflowlab.dev"
 
 // ErrNotInRepo is returned by FindRoot when no enclosing directory holds the
 // course's root go.mod.
-var ErrNotInRepo = errors.New("not inside the QuoteFlow Lab repository")
+var ErrNotInRepo error = msg.Error("course.not_in_repo")
 
 // FindRoot walks up from dir to the directory whose go.mod declares module
 // quoteflowlab.dev. Nested modules (the checkpoints) are walked past.
@@ -36,7 +36,7 @@ func FindRoot(dir string) (string, error) {
 		}
 		parent := filepath.Dir(d)
 		if parent == d {
-			return "", fmt.Errorf("%w: no go.mod with `module %s` in %s or any parent; cd into your clone of the course first", ErrNotInRepo, ModulePath, dir)
+			return "", fmt.Errorf(msg.T("course.no_root"), ErrNotInRepo, ModulePath, dir)
 		}
 		d = parent
 	}
@@ -112,8 +112,14 @@ func (l Lesson) Exercise() string { return "E" + strconv.Itoa(l.Number) }
 // Dir is the lesson's directory, lessons/NN (where its page is).
 func (l Lesson) Dir() string { return "lessons/" + strconv.Itoa(l.Number) }
 
-// Page is the lesson page.
+// Page is the lesson page (in English).
 func (l Lesson) Page() string { return l.Dir() + "/README.md" }
+
+// PageZh is the lesson page's Chinese edition.
+func (l Lesson) PageZh() string { return msg.ZhPath(l.Page()) }
+
+// Pages are the lesson's pages, English first.
+func (l Lesson) Pages() []string { return []string{l.Page(), l.PageZh()} }
 
 // Checkpoint is the checkpoint the exercise runs against (mutants), or
 // that the lesson builds.
@@ -136,7 +142,7 @@ func (l Lesson) Checks() string { return l.Dir() + "/mutants" }
 
 // ErrUnknownExercise is returned by ParseExercise for a name that is not one
 // of the course's exercises.
-var ErrUnknownExercise = errors.New("unknown exercise")
+var ErrUnknownExercise error = msg.Error("course.unknown_exercise")
 
 // ParseExercise accepts "E14", "e14" or "14" and returns the lesson.
 func ParseExercise(name string) (Lesson, error) {
@@ -147,7 +153,7 @@ func ParseExercise(name string) (Lesson, error) {
 			return l, nil
 		}
 	}
-	return Lesson{}, fmt.Errorf("%w %q (the exercises are %s)", ErrUnknownExercise, name, exerciseNames())
+	return Lesson{}, fmt.Errorf(msg.T("course.unknown_exercise_in"), ErrUnknownExercise, name, exerciseNames())
 }
 
 // ByNumber returns lesson n of the manifest.
@@ -168,10 +174,14 @@ func exerciseNames() string {
 	return strings.Join(names, ", ")
 }
 
-// DisplayTitle returns the heading of the lesson's README under root (without
-// a leading "Lesson NN" label), or the working title when there is none.
+// DisplayTitle returns the heading of the lesson's README under root, in
+// the language of lab's messages (without a leading "Lesson NN" or "第 NN 课"
+// label), or the working title when there is none.
 func (l Lesson) DisplayTitle(root string) string {
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(l.Page())))
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(msg.Twin(l.Page()))))
+	if err != nil {
+		data, err = os.ReadFile(filepath.Join(root, filepath.FromSlash(l.Page())))
+	}
 	if err != nil {
 		return l.Title
 	}
@@ -191,9 +201,12 @@ func heading(md []byte, n int) string {
 			continue
 		}
 		t = strings.TrimSpace(t)
-		label := strings.TrimPrefix(t, "Lesson ")
-		if rest, ok := strings.CutPrefix(label, strconv.Itoa(n)); ok && (rest == "" || strings.ContainsRune(" :.·—–-", []rune(rest)[0])) {
-			if rest = strings.TrimLeft(rest, " :.·—–-"); rest != "" {
+		label := strings.TrimPrefix(strings.TrimPrefix(t, "Lesson "), "第 ")
+		if zh, ok := strings.CutPrefix(label, strconv.Itoa(n)+" 课"); ok {
+			label = strconv.Itoa(n) + zh
+		}
+		if rest, ok := strings.CutPrefix(label, strconv.Itoa(n)); ok && (rest == "" || strings.ContainsRune(" :.·—–-：", []rune(rest)[0])) {
+			if rest = strings.TrimLeft(rest, " :.·—–-："); rest != "" {
 				t = rest
 			}
 		}

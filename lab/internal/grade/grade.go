@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/msg"
 	"quoteflowlab.dev/lab/internal/report"
 )
 
@@ -122,7 +123,7 @@ type Monitor interface {
 
 // ErrAnswerOutside is returned by ResolveAnswer for a directory that
 // belongs to a checkpoint's module, or is the root itself.
-var ErrAnswerOutside = errors.New("not an answer package")
+var ErrAnswerOutside error = msg.Error("answer.outside")
 
 // ResolveAnswer turns dir (relative to cwd, or absolute) into the Answer
 // of a Request: a slash path from root when dir is inside the course's root
@@ -137,24 +138,24 @@ func ResolveAnswer(root, cwd, dir string) (string, error) {
 	abs = filepath.Clean(abs)
 	fi, err := os.Stat(abs)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("answer %s: no such directory (%s)", dir, abs)
+		return "", fmt.Errorf(msg.T("answer.no_dir"), dir, abs)
 	}
 	if err != nil {
 		return "", fmt.Errorf("answer %s: %w", dir, err)
 	}
 	if !fi.IsDir() {
-		return "", fmt.Errorf("answer %s: not a directory (give the package directory)", dir)
+		return "", fmt.Errorf(msg.T("answer.not_dir"), dir)
 	}
 	rel, err := filepath.Rel(root, abs)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return abs, nil // outside the repository
 	}
 	if rel == "." {
-		return "", fmt.Errorf("%w: %s is the repository root", ErrAnswerOutside, dir)
+		return "", fmt.Errorf(msg.T("answer.is_root"), ErrAnswerOutside, dir)
 	}
 	for d := abs; d != root && d != filepath.Dir(d); d = filepath.Dir(d) {
 		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return "", fmt.Errorf("%w: %s belongs to the module in %s, not to the course's root module", ErrAnswerOutside, dir, d)
+			return "", fmt.Errorf(msg.T("answer.other_module"), ErrAnswerOutside, dir, d)
 		}
 	}
 	return filepath.ToSlash(rel), nil

@@ -17,6 +17,7 @@ import (
 
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/fileid"
+	"quoteflowlab.dev/lab/internal/msg"
 )
 
 // A Guard keeps the course as it was before any answer ran: every file of
@@ -461,9 +462,9 @@ func (g *Guard) KeptIn() string {
 // answer ran: which, that they were put back, and where the changed
 // versions are.
 func (g *Guard) Tampered(who string, changed []string) string {
-	s := who + " changed files of the course while it ran: " + strings.Join(changed, ", ") + " (lab put them back"
+	kept := ""
 	if dir := g.KeptIn(); dir != "" {
-		s += "; the versions it found are kept in " + dir + ", in case the change was yours"
+		kept = msg.T("guard.kept", dir)
 	}
-	return s + ")."
+	return msg.T("guard.tampered", who, strings.Join(changed, ", "), kept)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"quoteflowlab.dev/lab/internal/msg"
 	"quoteflowlab.dev/lab/internal/runner"
 )
 
@@ -79,20 +80,20 @@ func (l *LeftBehind) what() string {
 func (l *LeftBehind) Summary(who string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	runs := "1 of its runs"
+	runs := msg.T("left.runs_one")
 	if l.Runs > 1 {
-		runs = fmt.Sprintf("%d of its runs", l.Runs)
+		runs = msg.T("left.runs", l.Runs)
 	}
 	if !runner.SweepSupported {
-		return fmt.Sprintf("%s left processes running in its process group when it exited, in %s (here lab sees only that group, and cannot count them); lab killed them.", who, runs)
+		return msg.T("left.group_only", who, runs)
 	}
 	what := ""
 	if w := l.what(); w != "" {
-		what = " (" + w + ")"
+		what = msg.T("left.what", w)
 	}
-	s := fmt.Sprintf("%s left %d process(es) running when it exited%s, in %s (in its process group, or in a group or session of its own: setsid, a daemon); ", who, l.Processes, what, runs)
+	s := msg.T("left.left", who, l.Processes, what, runs)
 	if l.Left == 0 {
-		return s + "lab killed every one of them."
+		return s + msg.T("left.killed_all")
 	}
-	return s + fmt.Sprintf("lab killed %d; %d still ran after %s of killing (a process that starts the next as fast as lab kills them), and are killed again when the check ends.", l.Processes-l.Left, l.Left, runner.SweepBound)
+	return s + msg.T("left.killed_some", l.Processes-l.Left, l.Left, runner.SweepBound)
 }

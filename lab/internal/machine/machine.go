@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"quoteflowlab.dev/internal/pressure"
+	"quoteflowlab.dev/lab/internal/msg"
 	"quoteflowlab.dev/lab/internal/report"
 )
 
@@ -143,10 +144,9 @@ func summarize(lags []time.Duration, stall []sample) report.Machine {
 
 // Describe says in a sentence how busy the machine was.
 func Describe(m report.Machine) string {
-	s := "a 10 ms timer fired up to " + strconv.FormatFloat(m.LagMaxMS, 'f', 0, 64) + " ms late (p99 " +
-		strconv.FormatFloat(m.LagP99MS, 'f', 0, 64) + " ms)"
+	s := msg.T("machine.lag", strconv.FormatFloat(m.LagMaxMS, 'f', 0, 64), strconv.FormatFloat(m.LagP99MS, 'f', 0, 64))
 	if m.CPUPressure > 0 {
-		s += ", and tasks waited for a CPU " + strconv.FormatFloat(100*m.CPUPressure, 'f', 0, 64) + "% of the time"
+		s += msg.T("machine.pressure", strconv.FormatFloat(100*m.CPUPressure, 'f', 0, 64))
 	}
 	return s
 }

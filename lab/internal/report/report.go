@@ -8,6 +8,8 @@ package report
 import (
 	"encoding/json"
 	"io"
+
+	"quoteflowlab.dev/lab/internal/msg"
 )
 
 // SchemaVersion is the version of the JSON document. It changes only when
@@ -86,24 +88,28 @@ const (
 
 // Report is the result of checking one answer.
 type Report struct {
-	SchemaVersion int      `json:"schema_version"`
-	Exercise      string   `json:"exercise"` // "E14"
-	Title         string   `json:"title"`
-	Method        Method   `json:"method"`
-	Answer        string   `json:"answer"`               // the answer checked (slash path from the repository root when inside it)
-	Checkpoint    string   `json:"checkpoint,omitempty"` // mutants: the checkpoint it runs against
-	Variant       string   `json:"variant,omitempty"`    // measured, instructors: the broken variant swapped in
-	Verdict       Verdict  `json:"verdict"`
-	OK            bool     `json:"ok"`             // Verdict == Passed
-	Summary       string   `json:"summary"`        // the verdict as one sentence
-	Next          string   `json:"next,omitempty"` // what to do now, when not passed
-	Reference     *Run     `json:"reference,omitempty"`
-	Properties    []Prop   `json:"properties"`
-	Score         *Score   `json:"score,omitempty"`
-	Machine       *Machine `json:"machine,omitempty"`
-	Repeat        int      `json:"repeat,omitempty"` // runs per build with --repeat
-	Notes         []string `json:"notes,omitempty"`  // re-runs and other things worth knowing
-	ElapsedMS     int64    `json:"elapsed_ms"`
+	SchemaVersion int `json:"schema_version"`
+	// Lang is the language of the report's sentences (summary, next, notes,
+	// stories, details): "en" or "zh-CN". Every other field is the same in
+	// both.
+	Lang       string   `json:"lang,omitempty"`
+	Exercise   string   `json:"exercise"` // "E14"
+	Title      string   `json:"title"`
+	Method     Method   `json:"method"`
+	Answer     string   `json:"answer"`               // the answer checked (slash path from the repository root when inside it)
+	Checkpoint string   `json:"checkpoint,omitempty"` // mutants: the checkpoint it runs against
+	Variant    string   `json:"variant,omitempty"`    // measured, instructors: the broken variant swapped in
+	Verdict    Verdict  `json:"verdict"`
+	OK         bool     `json:"ok"`             // Verdict == Passed
+	Summary    string   `json:"summary"`        // the verdict as one sentence
+	Next       string   `json:"next,omitempty"` // what to do now, when not passed
+	Reference  *Run     `json:"reference,omitempty"`
+	Properties []Prop   `json:"properties"`
+	Score      *Score   `json:"score,omitempty"`
+	Machine    *Machine `json:"machine,omitempty"`
+	Repeat     int      `json:"repeat,omitempty"` // runs per build with --repeat
+	Notes      []string `json:"notes,omitempty"`  // re-runs and other things worth knowing
+	ElapsedMS  int64    `json:"elapsed_ms"`
 	// BuildMS: mutants, the wall time of building the answer (the schema
 	// build, and any mutant or wheat built on its own), before any run.
 	BuildMS int64    `json:"build_ms,omitempty"`
@@ -149,6 +155,8 @@ type Prop struct {
 	Status   string `json:"status"`
 	Detail   string `json:"detail,omitempty"`
 	PassRate string `json:"pass_rate,omitempty"` // with --repeat: runs that exited 0, "2/5"
+	// Flaky: with --repeat, this build's runs did not all agree.
+	Flaky bool `json:"flaky,omitempty"`
 	// ElapsedMS: mutants and wheats, the wall time of this build's runs
 	// (re-runs included), from the first run's start to the last one's end.
 	ElapsedMS int64 `json:"elapsed_ms,omitempty"`
@@ -164,7 +172,9 @@ type GeneratedFrom struct {
 	Op       string `json:"op"`       // the operator: boundary, case_removed, const_inc, ...
 	Where    string `json:"where"`    // "quoteflow/retry.go:45 (Service.withRetry)"
 	Edit     string `json:"edit"`     // "`a < b` → `a <= b`"
-	Property string `json:"property"` // the property of the exercise it breaks
+	Property string `json:"property"` // the property of the exercise it breaks (its row of properties.md)
+	// PropertyZh is Property in Chinese (its row of properties.zh-CN.md).
+	PropertyZh string `json:"property_zh,omitempty"`
 }
 
 // Score is the mutation score: how many mutants the answer caught.
@@ -220,6 +230,7 @@ func (r *Report) Counts() (reqOK, req, bonusOK, bonus int) {
 // WriteJSON writes the report as one indented JSON document.
 func (r *Report) WriteJSON(w io.Writer) error {
 	r.SchemaVersion = SchemaVersion
+	r.Lang = string(msg.Current())
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)

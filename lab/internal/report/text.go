@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"quoteflowlab.dev/lab/internal/msg"
 )
 
 // WriteText renders the report for a terminal.
@@ -11,11 +13,11 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "%s · %s\n", r.Exercise, r.Title)
 	switch {
 	case r.Checkpoint != "":
-		fmt.Fprintf(w, "answer: %s    checkpoint: %s\n", r.Answer, r.Checkpoint)
+		fmt.Fprint(w, msg.T("report.answer_checkpoint", r.Answer, r.Checkpoint))
 	case r.Variant != "":
-		fmt.Fprintf(w, "answer: %s    with broken variant: %s\n", r.Answer, r.Variant)
+		fmt.Fprint(w, msg.T("report.answer_variant", r.Answer, r.Variant))
 	default:
-		fmt.Fprintf(w, "answer: %s\n", r.Answer)
+		fmt.Fprint(w, msg.T("report.answer", r.Answer))
 	}
 	fmt.Fprintln(w)
 	if ref := r.Reference; ref != nil {
@@ -23,25 +25,25 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	r.writeProperties(w)
 	if s := r.Score; s != nil && r.Reference != nil && r.Reference.Status == Pass {
-		fmt.Fprintf(w, "mutation score: required %d/%d, bonus %d/%d; wheats passed %d/%d",
-			s.RequiredCaught, s.Required, s.BonusCaught, s.Bonus, s.WheatsPassed, s.Wheats)
+		fmt.Fprint(w, msg.T("report.score", s.RequiredCaught, s.Required, s.BonusCaught, s.Bonus, s.WheatsPassed, s.Wheats))
 		if s.Generated > 0 {
-			fmt.Fprintf(w, "; generated %d/%d", s.GeneratedCaught, s.Generated)
+			fmt.Fprint(w, msg.T("report.score_generated", s.GeneratedCaught, s.Generated))
 		}
 		fmt.Fprintln(w)
 	}
+	note := msg.T("report.note")
 	for _, n := range r.Notes {
 		for i, line := range wrap(n, 90) {
 			if i == 0 {
-				fmt.Fprintf(w, "note: %s\n", line)
+				fmt.Fprintf(w, "%s%s\n", note, line)
 			} else {
-				fmt.Fprintf(w, "      %s\n", line)
+				fmt.Fprintf(w, "%s%s\n", strings.Repeat(" ", width(note)), line)
 			}
 		}
 	}
-	fmt.Fprintf(w, "verdict: %s: %s\n", VerdictWord(r.Verdict), r.Summary)
+	fmt.Fprint(w, msg.T("report.verdict", VerdictWord(r.Verdict), r.Summary))
 	if r.Next != "" {
-		fmt.Fprintf(w, "next: %s\n", r.Next)
+		fmt.Fprint(w, msg.T("report.next", r.Next))
 	}
 }
 
@@ -49,22 +51,22 @@ func (r *Report) writeReference(w io.Writer, ref *Run) {
 	secs := Seconds(ref.ElapsedMS)
 	rate := ""
 	if ref.PassRate != "" {
-		rate = ", passed " + ref.PassRate + " runs"
+		rate = msg.T("report.ref_rate", ref.PassRate)
 	}
 	switch ref.Status {
 	case Pass:
-		fmt.Fprintf(w, "on %s (unbroken): passed (%s%s)\n", r.Checkpoint, secs, rate)
+		fmt.Fprint(w, msg.T("report.ref_passed", r.Checkpoint, secs, rate))
 		for _, line := range wrap(LastLine(ref.Output), 76) {
 			fmt.Fprintf(w, "    %s\n", line)
 		}
 	case BuildFailed:
-		fmt.Fprintf(w, "build: the answer does not compile:\n")
+		fmt.Fprint(w, msg.T("report.ref_build_failed"))
 		Indent(w, "    | ", ref.Output)
 	case TimedOut:
-		fmt.Fprintf(w, "on %s (unbroken): TIMED OUT after %s; its output so far:\n", r.Checkpoint, secs)
+		fmt.Fprint(w, msg.T("report.ref_timed_out", r.Checkpoint, secs))
 		Indent(w, "    | ", orNone(ref.Output))
 	default:
-		fmt.Fprintf(w, "on %s (unbroken): FAILED (exit %d, %s%s); it must pass here first. Its output:\n", r.Checkpoint, ref.ExitCode, secs, rate)
+		fmt.Fprint(w, msg.T("report.ref_failed", r.Checkpoint, ref.ExitCode, secs, rate))
 		Indent(w, "    | ", orNone(ref.Output))
 	}
 	fmt.Fprintln(w)
@@ -89,9 +91,9 @@ func (r *Report) writeProperties(w io.Writer) {
 	notRun := r.Reference != nil && r.Reference.Status != Pass
 	if len(muts) > 0 {
 		if notRun {
-			fmt.Fprintf(w, "mutants (not run until the answer passes on %s; it will have to fail on each):\n", r.Checkpoint)
+			fmt.Fprint(w, msg.T("report.mutants_not_run", r.Checkpoint))
 		} else {
-			fmt.Fprintf(w, "mutants (each is %s with one bug; the answer must fail on every one):\n", r.Checkpoint)
+			fmt.Fprint(w, msg.T("report.mutants", r.Checkpoint))
 		}
 		writeProps(w, muts)
 	}
@@ -100,9 +102,9 @@ func (r *Report) writeProperties(w io.Writer) {
 	}
 	if len(wheats) > 0 {
 		if notRun {
-			fmt.Fprintln(w, "wheats (not run yet; the answer will have to pass on each):")
+			fmt.Fprint(w, msg.T("report.wheats_not_run"))
 		} else {
-			fmt.Fprintf(w, "wheats (each is %s changed in a way the contract allows; the answer must pass on every one):\n", r.Checkpoint)
+			fmt.Fprint(w, msg.T("report.wheats", r.Checkpoint))
 		}
 		writeProps(w, wheats)
 	}
@@ -110,22 +112,22 @@ func (r *Report) writeProperties(w io.Writer) {
 		writeGeneratedWheats(w, genWheats, notRun)
 	}
 	if len(measured) > 0 {
-		fmt.Fprintln(w, "properties:")
+		fmt.Fprint(w, msg.T("report.properties"))
 		writeProps(w, measured)
 	}
 }
 
 func writeProps(w io.Writer, props []Prop) {
 	for _, p := range props {
-		kind := "bonus"
+		kind := msg.T("report.bonus")
 		if p.Required {
-			kind = "required"
+			kind = msg.T("report.required")
 		}
 		status := StatusWord(p)
 		if p.PassRate != "" {
-			kind += " (" + p.PassRate + " passed)"
+			kind += msg.T("report.pass_rate", p.PassRate)
 		}
-		fmt.Fprintf(w, "  %-10s %-8s  %s\n", status, kind, p.Name)
+		fmt.Fprintf(w, "  %s %s  %s\n", Pad(status, 10), Pad(kind, 8), p.Name)
 		for _, line := range wrap(p.Story, 70) {
 			fmt.Fprintf(w, "%23s%s\n", "", line)
 		}
@@ -153,15 +155,15 @@ func writeGenerated(w io.Writer, gen []Prop, notRun bool) {
 		}
 	}
 	if notRun || run == 0 {
-		fmt.Fprintf(w, "generated mutants: %d, not run yet: they run once the answer catches every hand-written mutant and passes every wheat\n\n", len(gen))
+		fmt.Fprint(w, msg.T("report.generated_not_run", len(gen)))
 		return
 	}
-	fmt.Fprintf(w, "generated mutants (every small edit of the code the exercise is about that the reference answer catches): %d of %d caught\n", caught, len(gen))
+	fmt.Fprint(w, msg.T("report.generated", caught, len(gen)))
 	for _, p := range bad {
 		g := p.Generated
-		fmt.Fprintf(w, "  %-10s %-14s %s\n", StatusWord(p), g.Op, p.Name)
-		fmt.Fprintf(w, "%23sat %s: %s\n", "", g.Where, g.Edit)
-		for i, line := range wrap("it breaks: "+g.Property, 70) {
+		fmt.Fprintf(w, "  %s %-14s %s\n", Pad(StatusWord(p), 10), g.Op, p.Name)
+		fmt.Fprintf(w, "%23s%s\n", "", msg.T("report.generated_at", g.Where, g.Edit))
+		for i, line := range wrap(msg.T("report.it_breaks", msg.Pick(g.Property, g.PropertyZh)), 70) {
 			if i > 0 {
 				line = "  " + line
 			}
@@ -191,14 +193,14 @@ func writeGeneratedWheats(w io.Writer, gen []Prop, notRun bool) {
 		}
 	}
 	if notRun || run == 0 {
-		fmt.Fprintf(w, "generated wheats: %d, not run yet: they run with the generated mutants\n\n", len(gen))
+		fmt.Fprint(w, msg.T("report.gen_wheats_not_run", len(gen)))
 		return
 	}
-	fmt.Fprintf(w, "generated wheats (every change the contract allows where it allows it, on which the reference answer passes): %d of %d passed\n", passed, len(gen))
+	fmt.Fprint(w, msg.T("report.gen_wheats", passed, len(gen)))
 	for _, p := range bad {
 		g := p.Generated
-		fmt.Fprintf(w, "  %-10s %-14s %s\n", StatusWord(p), g.Op, p.Name)
-		fmt.Fprintf(w, "%23sat %s: %s\n", "", g.Where, g.Edit)
+		fmt.Fprintf(w, "  %s %-14s %s\n", Pad(StatusWord(p), 10), g.Op, p.Name)
+		fmt.Fprintf(w, "%23s%s\n", "", msg.T("report.generated_at", g.Where, g.Edit))
 		if p.Detail != "" {
 			Indent(w, strings.Repeat(" ", 23)+"> ", p.Detail)
 		}
@@ -209,26 +211,27 @@ func writeGeneratedWheats(w io.Writer, gen []Prop, notRun bool) {
 // StatusWord is a property's status as printed: words, and shouted when it
 // decides a failing verdict.
 func StatusWord(p Prop) string {
-	s := strings.ReplaceAll(p.Status, "_", " ")
-	if p.OK || !p.Required || p.Status == NotRun || p.Status == ToDo || p.Status == Busy {
+	id := "status." + p.Status
+	if !p.OK && p.Required && p.Status != NotRun && p.Status != ToDo && p.Status != Busy {
+		id += ".loud" // shouted in English
+	}
+	if !msg.Has(msg.English, id) { // a status with no message: its name, as before the catalog
+		s := strings.ReplaceAll(p.Status, "_", " ")
+		if strings.HasSuffix(id, ".loud") {
+			s = strings.ToUpper(s)
+		}
 		return s
 	}
-	return strings.ToUpper(s)
+	return msg.T(id)
 }
 
 // VerdictWord is the verdict as printed.
 func VerdictWord(v Verdict) string {
 	switch v {
-	case Passed:
-		return "PASSED"
-	case NotStarted:
-		return "NOT STARTED"
-	case Inconclusive:
-		return "INCONCLUSIVE: machine too busy"
-	case Flaky:
-		return "FLAKY"
+	case Passed, NotStarted, Inconclusive, Flaky:
+		return msg.T("verdict." + string(v))
 	}
-	return "FAILED"
+	return msg.T("verdict.failed")
 }
 
 // Indent writes text with prefix before each line.
@@ -244,7 +247,7 @@ func Indent(w io.Writer, prefix, text string) {
 
 func orNone(s string) string {
 	if strings.TrimSpace(s) == "" {
-		return "(no output)"
+		return msg.T("report.no_output")
 	}
 	return s
 }
@@ -275,7 +278,9 @@ func Shorten(s string, n int) string {
 	return s
 }
 
-// wrap breaks text into lines of at most width runes at spaces.
+// wrap breaks text into lines of at most width columns at spaces; text
+// with CJK characters (two columns each, and no spaces between words) also
+// breaks between two of them, never before closing punctuation.
 func wrap(text string, width int) []string {
 	var lines []string
 	line := ""
@@ -283,17 +288,84 @@ func wrap(text string, width int) []string {
 		switch {
 		case line == "":
 			line = word
-		case len([]rune(line))+1+len([]rune(word)) <= width:
+		case columns(line)+1+columns(word) <= width:
 			line += " " + word
+		case hasWide(line) || hasWide(word):
+			line += " " + word // broken below, between two characters
 		default:
 			lines = append(lines, line)
 			line = word
+		}
+		for columns(line) > width {
+			cut := cjkCut(line, width)
+			if cut <= 0 {
+				break
+			}
+			lines = append(lines, strings.TrimRight(line[:cut], " "))
+			line = strings.TrimLeft(line[cut:], " ")
 		}
 	}
 	if line != "" {
 		lines = append(lines, line)
 	}
 	return lines
+}
+
+func hasWide(s string) bool { return strings.IndexFunc(s, Wide) >= 0 }
+
+// cjkCut is where to break s to keep it within width columns: the last
+// byte offset, at most width columns in, that is a space or touches a CJK
+// character (never before closing punctuation or after opening); 0 when
+// there is none.
+func cjkCut(s string, width int) int {
+	cut, cols := 0, 0
+	var prev rune
+	for i, r := range s {
+		if i > 0 && (r == ' ' || (Wide(prev) || Wide(r)) && !strings.ContainsRune("，。；：、）」』》！？”", r) && !strings.ContainsRune("（「『《“", prev)) {
+			cut = i
+		}
+		cols += runeCols(r)
+		if cols > width {
+			return cut
+		}
+		prev = r
+	}
+	return 0
+}
+
+// columns is how many terminal columns s takes.
+func columns(s string) int {
+	n := 0
+	for _, r := range s {
+		n += runeCols(r)
+	}
+	return n
+}
+
+func runeCols(r rune) int {
+	if Wide(r) {
+		return 2
+	}
+	return 1
+}
+
+// Wide reports whether r is shown two columns wide (CJK ideographs and
+// punctuation, full-width forms).
+func Wide(r rune) bool {
+	return r >= 0x1100 && (r <= 0x115f || (r >= 0x2e80 && r <= 0xa4cf) || (r >= 0xac00 && r <= 0xd7a3) ||
+		(r >= 0xf900 && r <= 0xfaff) || (r >= 0xfe30 && r <= 0xfe4f) || (r >= 0xff00 && r <= 0xff60) || (r >= 0xffe0 && r <= 0xffe6))
+}
+
+// width is columns, for a prefix.
+func width(s string) int { return columns(s) }
+
+// Pad fills s with spaces to n columns, as %-*s does for text of
+// one-column characters.
+func Pad(s string, n int) string {
+	if c := columns(s); c < n {
+		return s + strings.Repeat(" ", n-c)
+	}
+	return s
 }
 
 // Seconds formats milliseconds for a person.
@@ -307,10 +379,10 @@ func Seconds(ms int64) string {
 // WriteTimings writes where the check's time went, one step a line.
 func (r *Report) WriteTimings(w io.Writer) {
 	if r.Timings == nil || len(r.Timings.Steps) == 0 {
-		fmt.Fprintf(w, "timings: the whole check took %s (no steps recorded)\n", Seconds(r.ElapsedMS))
+		fmt.Fprint(w, msg.T("report.timings_none", Seconds(r.ElapsedMS)))
 		return
 	}
-	fmt.Fprintf(w, "timings (the whole check: %s):\n", Seconds(r.ElapsedMS))
+	fmt.Fprint(w, msg.T("report.timings", Seconds(r.ElapsedMS)))
 	for _, s := range r.Timings.Steps {
 		fmt.Fprintf(w, "  %-5s %8s  %s\n", s.Kind, Seconds(s.MS), s.What)
 	}

@@ -52,6 +52,7 @@ type Variant struct {
 	Kind     report.Kind // report.Mutant, report.Wheat or report.Broken
 	Required bool        // mutants and broken variants: required (true) or bonus; wheats are always required
 	Story    string      // one sentence for a student (a mutant's bug; what a wheat changes)
+	StoryZh  string      // the story in Chinese (header story.zh-CN)
 	Expect   string      // broken variants: the grader property that must reject it
 	File     string      // slash path, from the repository root, of the edited file
 	Base     string      // hex SHA-256 of File when the edit was written
@@ -68,6 +69,8 @@ type Generated struct {
 	Where    string // "quoteflow/retry.go:45 (Service.withRetry)"
 	Edit     string // the edit in one line: "`a < b` → `a <= b`"
 	Property string // the row of the lesson's properties.md it breaks
+	// PropertyZh is Property's row of properties.zh-CN.md ("" without one).
+	PropertyZh string
 }
 
 // An Edit replaces the one occurrence of Old (whole lines) with New.
@@ -195,6 +198,8 @@ func (v *Variant) parseHeader(comment []byte) error {
 			v.Kind = report.Kind(val)
 		case "story":
 			v.Story = val
+		case "story.zh-CN":
+			v.StoryZh = val
 		case "required":
 			b, err := strconv.ParseBool(val)
 			if err != nil {
@@ -208,7 +213,7 @@ func (v *Variant) parseHeader(comment []byte) error {
 		case "expect":
 			v.Expect = val
 		default:
-			return fmt.Errorf("unknown header %q (want kind, required, story, file, base, expect)", key)
+			return fmt.Errorf("unknown header %q (want kind, required, story, story.zh-CN, file, base, expect)", key)
 		}
 	}
 	want := []string{"kind", "story", "file", "base"}

@@ -16,6 +16,7 @@ import (
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/grade"
 	"quoteflowlab.dev/lab/internal/machine"
+	"quoteflowlab.dev/lab/internal/msg"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/variant"
 )
@@ -79,7 +80,9 @@ func (g *Grader) Watches(rel string) bool {
 }
 
 // Watching names the files Watches accepts.
-func (g *Grader) Watching() string { return ".go files, " + PlanFile + ", " + ReportFile }
+func (g *Grader) Watching() string {
+	return msg.T("watch.go_files") + ", " + PlanFile + ", " + ReportFile
+}
 
 // Proves says what the exercise's scripts (its reference answer and its
 // starter, checked) prove, for lab verify.

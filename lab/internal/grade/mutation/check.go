@@ -37,6 +37,7 @@ import (
 
 	"quoteflowlab.dev/lab/internal/grade"
 	"quoteflowlab.dev/lab/internal/machine"
+	"quoteflowlab.dev/lab/internal/msg"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/runner"
 	"quoteflowlab.dev/lab/internal/schemata"
@@ -72,7 +73,7 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 
 	all, err := variant.Load(o.Root, l.Checks(), l.Exercise())
 	if err != nil {
-		r.Verdict, r.Summary = report.Failed, "cannot read the mutant definitions: "+err.Error()
+		r.Verdict, r.Summary = report.Failed, msg.T("mut.no_defs", err)
 		return r
 	}
 	vs := slices.DeleteFunc(all, func(v variant.Variant) bool {
@@ -85,7 +86,7 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 
 	guard, err := grade.NewGuard(o.Root, o.AnswerDir(), o.CacheDir)
 	if err != nil {
-		r.Verdict, r.Summary = report.Failed, "cannot read the course before running the answer: "+err.Error()
+		r.Verdict, r.Summary = report.Failed, msg.T("mut.no_course", err)
 		return r
 	}
 	// A key of its own for every check: the values that select each build
@@ -106,7 +107,7 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 			defer close(c.redisUp)
 			var err error
 			if c.redis, err = startRedis(ctx, filepath.Join(o.CacheDir, "redis"), (len(vs)+1)*o.Repeat); err != nil {
-				c.note("no redis-server for this check's runs (" + err.Error() + "): each run of the answer starts its own")
+				c.note(msg.T("mut.no_redis", err))
 			}
 		}()
 		defer func() { <-c.redisUp; c.redis.close() }()
@@ -160,10 +161,10 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 	}
 	c.decide()
 	if o.Only != "" {
-		r.Notes = append(r.Notes, "only "+o.Only+" was run (--only): this verdict is not the exercise's; run without --only for that (it is not recorded for `lab list` either).")
+		r.Notes = append(r.Notes, msg.T("mut.only", o.Only))
 	}
 	if ctx.Err() != nil {
-		r.Verdict, r.OK, r.Summary, r.Next = report.Failed, false, "interrupted before the check finished.", ""
+		r.Verdict, r.OK, r.Summary, r.Next = report.Failed, false, msg.T("mut.interrupted"), ""
 	}
 	return r
 }
@@ -188,6 +189,9 @@ type checker struct {
 	// nil without; set before the first run (redisUp closed), then read only.
 	redis   *redisPool
 	redisUp chan struct{}
+	// refFlaky: with --repeat, the answer's result on the correct
+	// checkpoint changed from run to run.
+	refFlaky bool
 }
 
 // builds are the binaries of one check: the main one (the schema, or the
@@ -258,7 +262,7 @@ func (c *checker) prepare(ctx context.Context, vs []variant.Variant) (*builds, e
 		res := c.shelf.Build(ctx, o.Root, plain, b.main, b.pkg)
 		c.built("the answer on the plain checkpoint (the schema did not build)", res)
 		if res.OK() {
-			c.note("the mutant schema did not build with this answer, so each mutant and wheat was built on its own (slower; a course bug worth reporting):\n" + report.Shorten(buildOutput(b.mainRes), 600))
+			c.note(msg.T("mut.schema_failed") + "\n" + report.Shorten(buildOutput(b.mainRes), 600))
 			for _, v := range b.schema.Members {
 				b.own[v] = ""
 			}
@@ -320,7 +324,8 @@ func (c *checker) referenceRun(b *builds, res judged) *report.Run {
 	switch {
 	case res.flaky:
 		run.Status = report.Fail
-		c.note("flaky: the answer passed " + res.rate + " runs on the correct checkpoint")
+		c.refFlaky = true
+		c.note(msg.T("mut.ref_flaky", res.rate))
 	case res.busy:
 		run.Status = report.Busy
 	case res.good:
@@ -368,9 +373,9 @@ func (c *checker) variantsFrom(ctx context.Context, b *builds, all []variant.Var
 			break
 		}
 		p := &c.r.Properties[i]
-		bin, env, msg := b.target(v)
-		if msg != "" {
-			p.Status, p.Detail = report.NotViable, "this "+string(v.Kind)+" does not build (a course bug, not your miss):\n"+msg
+		bin, env, why := b.target(v)
+		if why != "" {
+			p.Status, p.Detail = report.NotViable, msg.T("mut.not_viable."+string(v.Kind))+"\n"+why
 			continue
 		}
 		waitFrom := time.Now()
@@ -429,7 +434,7 @@ func (c *checker) secondRound(ctx context.Context, b *builds, vs []variant.Varia
 	if why == nil || ctx.Err() != nil {
 		return ref
 	}
-	c.note("runs went wrong while the machine was busy (" + describe(c.mon.Since(0), *why) + "): the correct checkpoint and every mutant and wheat were run again, in a new order, and that second round decides.")
+	c.note(msg.T("mut.second_round", describe(c.mon.Since(0), *why)))
 	type build struct {
 		i        int // index in vs; -1: the correct checkpoint
 		bin, env string
@@ -459,10 +464,10 @@ func (c *checker) secondRound(ctx context.Context, b *builds, vs []variant.Varia
 	wg.Wait()
 	for k, bd := range builds {
 		if bd.i < 0 {
-			ref = c.settle(ref, second[k], true, "the correct checkpoint")
+			ref = c.settle(ref, second[k], true, msg.T("mut.correct_checkpoint"))
 		} else {
 			v := vs[bd.i]
-			js[bd.i] = c.settle(js[bd.i], second[k], v.Kind == report.Wheat, string(v.Kind)+" "+v.Name)
+			js[bd.i] = c.settle(js[bd.i], second[k], v.Kind == report.Wheat, msg.T("mut.kind_name."+string(v.Kind), v.Name))
 		}
 	}
 	return ref
@@ -481,13 +486,13 @@ func (c *checker) settle(first, last judged, wantPass bool, what string) judged 
 	m := c.mon.Since(0)
 	switch {
 	case first.look && sameFailure(first.last, last.last):
-		c.note(fmt.Sprintf("%s: went wrong twice in the same way while the machine was busy (%s); a failure that repeats word for word is the answer's, not the machine's.", what, describe(m, last.last)))
+		c.note(msg.T("mut.settle_same", what, describe(m, last.last)))
 	case first.look:
 		last.busy = true
-		c.note(fmt.Sprintf("%s: went wrong twice while the machine was too busy to judge timing (%s).", what, describe(m, last.last)))
+		c.note(msg.T("mut.settle_twice", what, describe(m, last.last)))
 	default:
 		last.busy = true
-		c.note(fmt.Sprintf("%s: went right, then wrong in the second round while the machine was too busy to judge timing (%s).", what, describe(m, last.last)))
+		c.note(msg.T("mut.settle_second", what, describe(m, last.last)))
 	}
 	return last
 }
@@ -705,8 +710,7 @@ func (c *checker) run(ctx context.Context, what, bin, env string) (runner.Result
 		c.mu.Lock()
 		if !c.selfBusyNoted {
 			c.selfBusyNoted = true
-			c.r.Notes = append(c.r.Notes, fmt.Sprintf("your program itself kept the CPUs busy (%s of CPU in %s on %d CPUs): the machine is not to blame for what went wrong while it ran.",
-				res.CPU.Round(time.Millisecond), res.Elapsed.Round(time.Millisecond), runtime.NumCPU()))
+			c.r.Notes = append(c.r.Notes, msg.T("mut.self_busy", res.CPU.Round(time.Millisecond), res.Elapsed.Round(time.Millisecond), runtime.NumCPU()))
 		}
 		c.mu.Unlock()
 	}
@@ -769,7 +773,7 @@ func selfBusy(res runner.Result) bool {
 func describe(m report.Machine, res runner.Result) string {
 	s := machine.Describe(m)
 	if res.Starved >= 0 {
-		s += fmt.Sprintf("; the answer's threads waited for a CPU %.0f%% of its run", 100*res.Starved)
+		s += msg.T("mut.starved", 100*res.Starved)
 	}
 	return s
 }
@@ -781,10 +785,10 @@ func setProp(p *report.Prop, v variant.Variant, j judged, timeout time.Duration)
 	line := report.Shorten(report.LastLine(res.Output), 240)
 	switch {
 	case j.flaky:
-		p.Status = report.Fail
-		p.Detail = "flaky: the answer passed " + j.rate + " runs of this build; a failing run said: " + line
+		p.Status, p.Flaky = report.Fail, true
+		p.Detail = msg.T("mut.prop_flaky", j.rate, line)
 	case j.busy:
-		p.Status, p.Detail = report.Busy, "the machine was too busy to judge this one (see the notes)"
+		p.Status, p.Detail = report.Busy, msg.T("mut.prop_busy")
 	case res.TimedOut:
 		p.Status = report.TimedOut
 		p.Detail = timeoutCause(res, timeout)
@@ -794,25 +798,25 @@ func setProp(p *report.Prop, v variant.Variant, j judged, timeout time.Duration)
 		p.Status, p.OK = report.Pass, true
 	case v.Kind == report.Wheat:
 		p.Status = report.Fail
-		p.Detail = "your test depends on timing or order that the contract does not promise: it failed on this correct build: " + line
+		p.Detail = msg.T("mut.wheat_failed", line)
 	case j.good:
 		p.Status, p.OK, p.Detail = report.Caught, true, line
 	default:
 		p.Status = report.Missed
-		p.Detail = "the answer exited 0 on this mutant: " + line
+		p.Detail = msg.T("mut.missed", line)
 	}
 }
 
 // timeoutCause says why a killed run did not finish, as far as can be told.
 func timeoutCause(res runner.Result, timeout time.Duration) string {
-	s := fmt.Sprintf("killed after %s: ", timeout)
+	s := msg.T("mut.killed_after", timeout)
 	switch {
 	case res.HeldOpen:
-		s += "a process it started kept running and held its output open; the whole process group was killed. Wait for (and bound) every process you start."
+		s += msg.T("mut.killed_held_open")
 	case res.Computing:
-		s += fmt.Sprintf("it was computing most of that time (%s of CPU): a loop that never ends?", res.CPU.Round(time.Millisecond))
+		s += msg.T("mut.killed_computing", res.CPU.Round(time.Millisecond))
 	default:
-		s += "it was waiting with no bound of its own (a channel, a lock, a request without a timeout); put a context timeout on every wait."
+		s += msg.T("mut.killed_waiting")
 	}
 	return s
 }
@@ -821,7 +825,7 @@ func timeoutCause(res runner.Result, timeout time.Duration) string {
 func (c *checker) decide() {
 	r, o := c.r, c.o
 	again := o.Again()
-	cp := fmt.Sprintf("checkpoint %d", o.Lesson.Number)
+	cp := msg.T("mut.checkpoint_n", o.Lesson.Number)
 	reqOK, req, bonusOK, bonus := r.Counts()
 	wheatsOK, wheats := 0, 0
 	var missed, wheatFails, busy, flaky []string
@@ -833,8 +837,8 @@ func (c *checker) decide() {
 			// not run while a hand-written check fails: the verdict is theirs
 		case p.Status == report.Busy:
 			busy = append(busy, p.Name)
-		case strings.HasPrefix(p.Detail, "flaky:"):
-			flaky = append(flaky, p.Name+" ("+p.PassRate+" passed)")
+		case p.Flaky:
+			flaky = append(flaky, p.Name+msg.T("report.pass_rate", p.PassRate))
 		case p.Kind == report.Wheat && p.OK:
 			wheatsOK++
 		case p.Kind == report.Wheat && p.Status != report.NotRun && p.Status != report.NotViable:
@@ -850,85 +854,85 @@ func (c *checker) decide() {
 	ref := r.Reference
 	bonusNote := ""
 	if bonus > 0 {
-		bonusNote = fmt.Sprintf(" (bonus: %d/%d)", bonusOK, bonus)
+		bonusNote = msg.T("mut.bonus_note", bonusOK, bonus)
 	}
 	switch {
 	case len(c.tampered) > 0:
 		r.Verdict = report.Failed
-		r.Summary = c.guard.Tampered("the answer", c.tampered)
-		r.Next = "an answer reads the course, never writes into it: write only in a temporary folder of your own (os.MkdirTemp), then run `" + again + "` again"
+		r.Summary = c.guard.Tampered(msg.T("who.answer"), c.tampered)
+		r.Next = msg.T("mut.next_tampered", again)
 	case ref.Status == report.BuildFailed:
-		r.Verdict, r.Summary = report.Failed, "the answer does not compile."
-		r.Next = "fix the errors above, then run `" + again + "` again"
+		r.Verdict, r.Summary = report.Failed, msg.T("mut.no_compile")
+		r.Next = msg.T("mut.next_fix", again)
 	case ref.Status == report.TimedOut:
 		r.Verdict = report.Failed
-		r.Summary = fmt.Sprintf("the answer did not finish within %s on %s and was killed.", o.Timeout, cp)
-		r.Next = "bound every wait in the answer (a context timeout, a select with a timer), then run `" + again + "` again"
+		r.Summary = msg.T("mut.timed_out", o.Timeout, cp)
+		r.Next = msg.T("mut.next_bound", again)
 	case ref.Status != report.Pass && ref.Status != report.Busy && strings.Contains(ref.Output, "TODO"):
 		r.Verdict = report.NotStarted
-		r.Summary = o.Answer + " still prints its TODO."
-		r.Next = fmt.Sprintf("read %s, write the exercise in %s (`lab hint %s` if you are stuck), then run `%s` again", o.Lesson.Page(), o.Answer, r.Exercise, again)
-	case ref.PassRate != "" && strings.HasPrefix(ref.Status, report.Fail) && slices.ContainsFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, "flaky:") }):
+		r.Summary = msg.T("mut.todo", o.Answer)
+		r.Next = msg.T("mut.next_todo", msg.Twin(o.Lesson.Page()), o.Answer, r.Exercise, again)
+	case ref.PassRate != "" && strings.HasPrefix(ref.Status, report.Fail) && c.refFlaky:
 		r.Verdict = report.Flaky
-		r.Summary = fmt.Sprintf("the answer passed only %s runs on the correct %s: its result depends on timing.", ref.PassRate, cp)
-		r.Next = "order events with signals (channels, a WaitGroup), not sleeps, then run `" + again + " --repeat 5` again"
+		r.Summary = msg.T("mut.ref_flaky_summary", ref.PassRate, cp)
+		r.Next = msg.T("mut.next_signals", again)
 	case ref.Status == report.Busy:
 		r.Verdict = report.Inconclusive
-		r.Summary = fmt.Sprintf("the answer failed on the correct %s in the second round while the machine was too busy for its timing to mean anything.", cp)
-		r.Next = "close what keeps the machine busy (or wait for it), then run `" + again + "` again"
+		r.Summary = msg.T("mut.ref_busy", cp)
+		r.Next = msg.T("mut.next_quiet", again)
 	case ref.Status != report.Pass:
 		r.Verdict = report.Failed
-		r.Summary = fmt.Sprintf("the answer fails on the correct %s; it must pass there before the mutants mean anything.", cp)
+		r.Summary = msg.T("mut.ref_failed", cp)
 		run := "./" + o.Answer
 		if filepath.IsAbs(o.Answer) {
 			run = o.Answer
 		}
-		r.Next = fmt.Sprintf("run `go run %s` to see it fail, fix it, then run `%s` again", run, again)
+		r.Next = msg.T("mut.next_run", run, again)
 	case c.left.Processes > 0:
 		r.Verdict = report.Failed
-		r.Summary = c.left.Summary("the answer")
-		r.Next = "wait for every process the answer starts, and stop it before the answer exits, then run `" + again + "` again"
+		r.Summary = c.left.Summary(msg.T("who.answer"))
+		r.Next = msg.T("check.left_next", again)
 	case len(missed) > 0 || len(wheatFails) > 0 || len(genMissed) > 0:
 		r.Verdict = report.Failed
 		var parts []string
 		if len(missed) > 0 {
-			parts = append(parts, fmt.Sprintf("catches only %d/%d required mutants%s; it lets through: %s", reqOK, req, bonusNote, strings.Join(missed, ", ")))
+			parts = append(parts, msg.T("mut.catches_only", reqOK, req, bonusNote, strings.Join(missed, ", ")))
 		}
 		if len(genMissed) > 0 {
 			parts = append(parts, generatedMissed(reqOK, req, genCaught, gen, genMissed))
 		}
 		if len(wheatFails) > 0 {
-			parts = append(parts, "fails on correct build(s) "+strings.Join(wheatFails, ", ")+": it depends on timing or order that the contract does not promise")
+			parts = append(parts, msg.T("mut.wheats_fail", strings.Join(wheatFails, ", ")))
 		}
-		r.Summary = fmt.Sprintf("the answer passes on %s but %s.", cp, strings.Join(parts, "; and it "))
-		r.Next = fmt.Sprintf("make the answer fail on each bug above and pass on each correct build (`lab hint %s`), then run `%s` again", r.Exercise, again)
+		r.Summary = msg.T("mut.passes_but", cp, strings.Join(parts, msg.T("mut.and_it")))
+		r.Next = msg.T("mut.next_bugs", r.Exercise, again)
 	case len(flaky) > 0:
 		r.Verdict = report.Flaky
-		r.Summary = "the answer's result changes from run to run on: " + strings.Join(flaky, ", ") + "."
-		r.Next = "order events with signals (channels, a WaitGroup), not sleeps, then run `" + again + " --repeat 5` again"
+		r.Summary = msg.T("mut.flaky_summary", strings.Join(flaky, ", "))
+		r.Next = msg.T("mut.next_signals", again)
 	case len(busy) > 0:
 		r.Verdict = report.Inconclusive
-		r.Summary = "the machine was too busy to judge: " + strings.Join(busy, ", ") + " (everything else holds)."
-		r.Next = "close what keeps the machine busy (or wait for it), then run `" + again + "` again"
+		r.Summary = msg.T("mut.busy_summary", strings.Join(busy, ", "))
+		r.Next = msg.T("mut.next_quiet", again)
 	case genNotRun > 0:
 		r.Verdict = report.Failed
-		r.Summary = fmt.Sprintf("%d generated mutant(s) or wheat(s) were not run, so the check is not complete.", genNotRun)
-		r.Next = "run `" + again + "` again"
+		r.Summary = msg.T("mut.gen_not_run", genNotRun)
+		r.Next = msg.T("mut.next_again", again)
 	default:
 		r.Verdict = report.Passed
-		r.Summary = fmt.Sprintf("the answer passes on %s and catches %d/%d required mutants%s", cp, reqOK, req, bonusNote)
+		r.Summary = msg.T("mut.passed", cp, reqOK, req, bonusNote)
 		if gen > 0 {
-			r.Summary += fmt.Sprintf(" and %d/%d generated ones", genCaught, gen)
+			r.Summary += msg.T("mut.passed_generated", genCaught, gen)
 		}
 		if wheats > 0 {
-			r.Summary += fmt.Sprintf(", and passes %d/%d wheats", wheatsOK, wheats)
+			r.Summary += msg.T("mut.passed_wheats", wheatsOK, wheats)
 		}
-		r.Summary += "."
+		r.Summary += msg.T("mut.period")
 		if req == 0 && gen == 0 {
-			r.Summary = fmt.Sprintf("the answer passes on %s (no mutants are defined for %s).", cp, r.Exercise)
+			r.Summary = msg.T("mut.passed_no_mutants", cp, r.Exercise)
 		}
 	}
-	if left := c.left.Summary("the answer"); c.left.Processes > 0 && r.Summary != left {
+	if left := c.left.Summary(msg.T("who.answer")); c.left.Processes > 0 && r.Summary != left {
 		r.Notes = append(r.Notes, left)
 	}
 	r.OK = r.Verdict == report.Passed
@@ -968,7 +972,7 @@ func answerPackage(o grade.Request) (pkg string, external map[string]string, key
 	}
 	files = slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, "_test.go") })
 	if len(files) == 0 {
-		return "", nil, "", fmt.Errorf("answer %s has no .go files: give the directory of your main package", o.Answer)
+		return "", nil, "", fmt.Errorf(msg.T("mut.no_go_files"), o.Answer)
 	}
 	h := sha256.New()
 	for _, f := range files { // sorted: Glob sorts

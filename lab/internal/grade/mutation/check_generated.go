@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"quoteflowlab.dev/lab/internal/grade"
+	"quoteflowlab.dev/lab/internal/msg"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/variant"
 )
@@ -22,12 +23,12 @@ func withGenerated(r *report.Report, o grade.Request, vs []variant.Variant) ([]v
 	hand := len(vs)
 	gen, err := Generated(o.Root, o.Lesson)
 	if err != nil {
-		r.Notes = append(r.Notes, "the generated mutants were not run (a course bug, not your miss): "+err.Error())
+		r.Notes = append(r.Notes, msg.T("mut.gen_error", err))
 		return vs, hand
 	}
 	wheats, err := GeneratedWheats(o.Root, o.Lesson)
 	if err != nil {
-		r.Notes = append(r.Notes, "the generated wheats were not run (a course bug, not your fault): "+err.Error())
+		r.Notes = append(r.Notes, msg.T("mut.gen_wheats_error", err))
 	}
 	for _, v := range append(gen, wheats...) {
 		if o.Only == "" || v.Name == o.Only {
@@ -39,9 +40,9 @@ func withGenerated(r *report.Report, o grade.Request, vs []variant.Variant) ([]v
 
 // newProp is v's property before it is run.
 func newProp(v variant.Variant) report.Prop {
-	p := report.Prop{Name: v.Name, Kind: v.Kind, Story: v.Story, Required: v.Required, Status: report.NotRun}
+	p := report.Prop{Name: v.Name, Kind: v.Kind, Story: msg.Pick(v.Story, v.StoryZh), Required: v.Required, Status: report.NotRun}
 	if g := v.Generated; g != nil {
-		p.Generated = &report.GeneratedFrom{Op: g.Op, Where: g.Where, Edit: g.Edit, Property: g.Property}
+		p.Generated = &report.GeneratedFrom{Op: g.Op, Where: g.Where, Edit: g.Edit, Property: g.Property, PropertyZh: g.PropertyZh}
 	}
 	return p
 }
@@ -84,8 +85,8 @@ func generatedVerdict(r *report.Report) (missed []string, notRun int) {
 			notRun++
 		case p.Kind != report.Mutant:
 			// a generated wheat failed: decide counts it with the wheats
-		case !p.OK && p.Status != report.NotViable && p.Status != report.Busy && !strings.HasPrefix(p.Detail, "flaky:"):
-			missed = append(missed, fmt.Sprintf("%s (%s at %s)", p.Name, p.Generated.Op, p.Generated.Where))
+		case !p.OK && p.Status != report.NotViable && p.Status != report.Busy && !p.Flaky:
+			missed = append(missed, msg.T("mut.gen_missed_one", p.Name, p.Generated.Op, p.Generated.Where))
 		}
 	}
 	return missed, notRun
@@ -95,7 +96,7 @@ func generatedVerdict(r *report.Report) (missed []string, notRun int) {
 func generatedMissed(reqOK, req, caught, n int, missed []string) string {
 	lead := "" // after "catches only …; and it "
 	if reqOK == req {
-		lead = fmt.Sprintf("catches every hand-written required mutant (%d/%d), yet ", reqOK, req)
+		lead = msg.T("mut.gen_lead", reqOK, req)
 	}
-	return fmt.Sprintf("%slets through %d of %d generated mutants (each a small edit the reference answer catches; see `lab show` NAME): %s", lead, n-caught, n, strings.Join(missed, ", "))
+	return lead + msg.T("mut.gen_missed", n-caught, n, strings.Join(missed, ", "))
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/lab/internal/msg"
 	"quoteflowlab.dev/lab/internal/mutagen"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/variant"
@@ -80,6 +81,10 @@ func Generated(root string, l course.Lesson) ([]variant.Variant, error) {
 	if err != nil {
 		return nil, err
 	}
+	zh, err := PropertiesZh(root, l)
+	if err != nil {
+		return nil, err
+	}
 	byName := map[string]mutagen.Mutant{}
 	for _, m := range ms {
 		byName[m.Name] = m
@@ -97,16 +102,19 @@ func Generated(root string, l course.Lesson) ([]variant.Variant, error) {
 		if !Stated(e.Property) {
 			continue // beyond what the exercise states: not required of an answer
 		}
-		vs = append(vs, generatedVariant(l, m, e))
+		vs = append(vs, generatedVariant(l, m, e, zh[e.Property]))
 	}
 	return vs, nil
 }
 
-func generatedVariant(l course.Lesson, m mutagen.Mutant, e mutagen.Entry) variant.Variant {
+func generatedVariant(l course.Lesson, m mutagen.Mutant, e mutagen.Entry, propertyZh string) variant.Variant {
 	v := m.Variant
 	v.Exercise, v.Required, v.Kind = l.Exercise(), true, report.Mutant
-	v.Generated = &variant.Generated{Op: m.Op, Where: m.Where(l.Checkpoint()), Edit: m.Edit(), Property: e.Property}
-	v.Story = fmt.Sprintf("generated (%s) at %s: %s; it breaks: %s", m.Op, v.Generated.Where, m.Edit(), e.Property)
+	v.Generated = &variant.Generated{Op: m.Op, Where: m.Where(l.Checkpoint()), Edit: m.Edit(), Property: e.Property, PropertyZh: propertyZh}
+	v.Story = msg.In(msg.English, "gen.story", m.Op, v.Generated.Where, m.Edit(), e.Property)
+	if propertyZh != "" {
+		v.StoryZh = msg.In(msg.Chinese, "gen.story", m.Op, v.Generated.Where, m.Edit(), propertyZh)
+	}
 	v.Def = GeneratedFile(l)
 	return v
 }
@@ -260,4 +268,33 @@ func GeneratedMutant(root string, l course.Lesson, name string) (mutagen.Mutant,
 		return w, nil, nil
 	}
 	return mutagen.Mutant{}, nil, fmt.Errorf("%s has no generated mutant or wheat %q", l.Exercise(), name)
+}
+
+// PropertiesZhFile is the Chinese wording of a lesson's properties: one
+// table row per row of properties.md's first table, | English | 中文 |.
+func PropertiesZhFile(l course.Lesson) string { return l.Checks() + "/properties.zh-CN.md" }
+
+// PropertiesZh reads PropertiesZhFile: each property of properties.md (in
+// English, as there) → its Chinese wording. No file: an empty map.
+func PropertiesZh(root string, l course.Lesson) (map[string]string, error) {
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(PropertiesZhFile(l))))
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "|") || strings.HasPrefix(line, "|---") || strings.HasPrefix(line, "| property |") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), " | ")
+		if len(cells) != 2 {
+			return nil, fmt.Errorf("%s:%d: want 2 cells (property | 中文)", PropertiesZhFile(l), i+1)
+		}
+		out[strings.TrimSpace(cells[0])] = strings.TrimSpace(cells[1])
+	}
+	return out, nil
 }

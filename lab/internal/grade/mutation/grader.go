@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"quoteflowlab.dev/lab/internal/grade"
+	"quoteflowlab.dev/lab/internal/msg"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/variant"
 )
@@ -26,10 +27,10 @@ func New() *Grader { return &Grader{} }
 func (g *Grader) Accept(req grade.Request) error {
 	l := req.Lesson
 	if req.Variant != "" {
-		return fmt.Errorf("--variant is for measured exercises (E15): it swaps a broken variant of the reference tools into the answer; %s is checked with mutants", l.Exercise())
+		return fmt.Errorf(msg.T("mut.variant_flag"), l.Exercise())
 	}
 	if req.Seed != 0 || req.Case != "" {
-		return fmt.Errorf("--seed and --case are for measured exercises (E15), whose cases are drawn; %s is checked with mutants", l.Exercise())
+		return fmt.Errorf(msg.T("mut.seed_flag"), l.Exercise())
 	}
 	if err := hasGoFiles(req); err != nil {
 		return err
@@ -53,7 +54,7 @@ func (g *Grader) Accept(req grade.Request) error {
 			generated = slices.ContainsFunc(ws, func(v variant.Variant) bool { return v.Name == req.Only })
 		}
 		if !slices.Contains(names, req.Only) && !generated {
-			return fmt.Errorf("--only %s: %s has no mutant or wheat of that name (its checks: %s)", req.Only, l.Exercise(), strings.Join(names, ", "))
+			return fmt.Errorf(msg.T("mut.only_unknown"), req.Only, l.Exercise(), strings.Join(names, ", "))
 		}
 	}
 	g.req = req
@@ -67,7 +68,7 @@ func (g *Grader) Check(ctx context.Context) report.Report { return Check(ctx, g.
 func (g *Grader) Watches(rel string) bool { return strings.HasSuffix(rel, ".go") }
 
 // Watching names the files Watches accepts.
-func (g *Grader) Watching() string { return ".go files" }
+func (g *Grader) Watching() string { return msg.T("watch.go_files") }
 
 // Proves says what the exercise's scripts (its reference answer and its
 // starter, checked) prove, for lab verify.
@@ -77,7 +78,7 @@ func (g *Grader) Proves() string {
 
 // Doing says what a check does, for a person waiting on a slow one.
 func (g *Grader) Doing() string {
-	return "building and running the answer against its checkpoint, mutants and wheats"
+	return msg.T("mut.doing")
 }
 
 // hasGoFiles reports an answer directory with no Go file in it: a mutant-
@@ -90,5 +91,5 @@ func hasGoFiles(req grade.Request) error {
 	if err != nil || len(matches) > 0 {
 		return err
 	}
-	return fmt.Errorf("answer %s has no .go files: give the directory of your main package, like %s", req.Answer, req.Lesson.Starter())
+	return fmt.Errorf(msg.T("mut.no_go_files_like"), req.Answer, req.Lesson.Starter())
 }

@@ -12,6 +12,7 @@ import (
 
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/grade"
+	"quoteflowlab.dev/lab/internal/msg"
 	"quoteflowlab.dev/lab/internal/mutagen"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/variant"
@@ -149,7 +150,8 @@ func GeneratedWheats(root string, l course.Lesson) ([]variant.Variant, error) {
 		v := w.Variant
 		v.Exercise, v.Required, v.Kind = l.Exercise(), true, report.Wheat
 		v.Generated = &variant.Generated{Op: w.Op, Where: w.Where(l.Checkpoint()), Edit: w.Edit()}
-		v.Story = fmt.Sprintf("generated (%s) at %s: %s; the contract allows it (%s)", w.Op, v.Generated.Where, w.Edit(), AllowedFile(l))
+		v.Story = msg.In(msg.English, "gen.wheat_story", w.Op, v.Generated.Where, w.Edit(), AllowedFile(l))
+		v.StoryZh = msg.In(msg.Chinese, "gen.wheat_story", w.Op, v.Generated.Where, w.Edit(), AllowedFile(l))
 		v.Def = WheatsFile(l)
 		vs = append(vs, v)
 	}
