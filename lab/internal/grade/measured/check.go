@@ -90,7 +90,7 @@ func (g *Grader) Proves() string { return "reference answer passes, starter not 
 
 // Doing says what a check does, for a person waiting on a slow one.
 func (g *Grader) Doing() string {
-	return "building the tools and grading them against a provider lab of its own"
+	return msg.T("meas.doing")
 }
 
 // check grades the answer of `lab check E15 [--answer DIR]`. With a
@@ -222,15 +222,15 @@ func decide(r *report.Report, res Result, o grade.Request, v variant.Variant) {
 	switch {
 	case res.NotStarted:
 		r.Verdict = report.NotStarted
-		r.Next = "read " + o.Lesson.Page() + ", write the tools in " + o.Answer + " (`lab hint E15` if you are stuck), then run `" + again + "` again"
+		r.Next = msg.T("meas.next_todo", msg.Twin(o.Lesson.Page()), o.Answer, o.Lesson.Exercise(), again)
 	case res.Passed:
 		r.Verdict = report.Passed
 	case res.Inconclusive:
 		r.Verdict = report.Inconclusive
-		r.Next = "close what keeps the machine busy (or wait for it), then run `" + again + "` again"
+		r.Next = msg.T("meas.next_quiet", again)
 	default:
 		r.Verdict = report.Failed
-		r.Next = "fix the properties marked FAILED above, then run `" + again + "` again"
+		r.Next = msg.T("meas.next_fix", again)
 	}
 	r.OK = r.Verdict == report.Passed
 	r.Summary = summary(res)
@@ -240,11 +240,11 @@ func decide(r *report.Report, res Result, o grade.Request, v variant.Variant) {
 	failed := slices.Contains(res.Failed(), v.Expect)
 	switch {
 	case res.Passed:
-		r.Next = fmt.Sprintf("the grader PASSED broken variant %s: it must reject it for %s (bug: %s)", v.Name, v.Expect, v.Story)
+		r.Next = msg.T("meas.variant_passed", v.Name, v.Expect, msg.Pick(v.Story, v.StoryZh))
 	case failed:
-		r.Next = fmt.Sprintf("broken variant %s rejected for %s, as it must be (bug: %s)", v.Name, v.Expect, v.Story)
+		r.Next = msg.T("meas.variant_rejected", v.Name, v.Expect, msg.Pick(v.Story, v.StoryZh))
 	default:
-		r.Next = fmt.Sprintf("broken variant %s rejected, but not for %s, the property its bug breaks (bug: %s)", v.Name, v.Expect, v.Story)
+		r.Next = msg.T("meas.variant_other", v.Name, v.Expect, msg.Pick(v.Story, v.StoryZh))
 	}
 }
 
@@ -261,9 +261,9 @@ func summary(res Result) string {
 	}
 	switch {
 	case res.NotStarted:
-		return "every tool still prints its TODO."
+		return msg.T("meas.sum_todo")
 	case res.Passed:
-		return fmt.Sprintf("all %d required properties hold (graded in %.1f s).", required, res.Elapsed.Seconds())
+		return msg.T("meas.sum_passed", required, res.Elapsed.Seconds())
 	case res.Inconclusive:
 		var busy []string
 		for _, p := range res.Props {
@@ -271,15 +271,14 @@ func summary(res Result) string {
 				busy = append(busy, p.Name)
 			}
 		}
-		return fmt.Sprintf("the machine was too busy to judge %s, which missed a timing bound twice; the other %d required properties hold (graded in %.1f s).",
-			strings.Join(busy, ", "), required-len(busy), res.Elapsed.Seconds())
+		return msg.T("meas.sum_busy", strings.Join(busy, ", "), required-len(busy), res.Elapsed.Seconds())
 	}
 	const shown = 6 // a longer list drowns the verdict; the report above lists them all
 	names := strings.Join(failed, ", ")
 	if len(failed) > shown {
-		names = fmt.Sprintf("%s and %d more", strings.Join(failed[:shown], ", "), len(failed)-shown)
+		names = msg.T("meas.sum_more", strings.Join(failed[:shown], ", "), len(failed)-shown)
 	}
-	return fmt.Sprintf("%d of %d required properties do not hold: %s (graded in %.1f s).", len(failed), required, names, res.Elapsed.Seconds())
+	return msg.T("meas.sum_failed", len(failed), required, names, res.Elapsed.Seconds())
 }
 
 // IsRequiredProperty reports whether name is a required property of the

@@ -27,6 +27,7 @@ import (
 
 	"quoteflowlab.dev/lab/internal/grade"
 	"quoteflowlab.dev/lab/internal/machine"
+	"quoteflowlab.dev/lab/internal/msg"
 	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/runner"
 )
@@ -528,8 +529,7 @@ func (g *grader) todoProp(tool string) report.Prop {
 		}
 	}
 	return report.Prop{Name: tool, Kind: report.Measure, Required: true, Status: report.NotRun,
-		Story: fmt.Sprintf("%s/ builds but still prints its TODO: its %d properties (%s … %s) are checked once it prints its JSON",
-			tool, len(names), names[0], names[len(names)-1])}
+		Story: msg.T("meas.todo_prop", tool, len(names), names[0], names[len(names)-1])}
 }
 
 // notStarted reports whether every tool printed its TODO. Caller holds g.mu.
