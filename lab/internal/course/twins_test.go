@@ -101,6 +101,13 @@ func TestCompareTwinsFindsWhatDiffers(t *testing.T) {
 	if d := course.CompareTwins(en, zh); len(d) != 0 {
 		t.Fatalf("twins that differ only where they may: %q", d)
 	}
+	// the answer's own output, quoted by lab check, is its run's: two runs
+	// measure other request IDs and elapsed times
+	enq := strings.Replace(en, "verdict", "                       > E16 failed: arrivals [35bfe26a#1] ElapsedMS:96.385\nverdict", 1)
+	zhq := strings.Replace(zh, "结论", "                       > E16 failed: arrivals [ffbaa826#1] ElapsedMS:0.14\n结论", 1)
+	if d := course.CompareTwins(enq, zhq); len(d) != 0 {
+		t.Errorf("twins whose quoted answer output differs (two runs): %q", d)
+	}
 	for name, bad := range map[string]string{
 		"a section less":        strings.Replace(zh, "### 乙\n", "", 1),
 		"a section's level":     strings.Replace(zh, "### 乙", "## 乙", 1),
