@@ -25,7 +25,6 @@ var notYetInChinese = map[string]bool{
 	"lessons/12/README.md": true,
 	"lessons/13/README.md": true,
 	"lessons/15/README.md": true,
-	"lessons/19/README.md": true,
 	"lessons/20/README.md": true,
 }
 
