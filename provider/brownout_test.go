@@ -127,9 +127,9 @@ func TestBrownoutOverHTTPFailsInsideItsWindowThenHeals(t *testing.T) {
 				readLimit  = 150 * time.Millisecond
 			)
 			type outcome struct {
-				at     time.Duration
-				status int
-				err    error
+				at, took time.Duration
+				status   int
+				err      error
 			}
 			var got []outcome
 			began := time.Now()
@@ -144,16 +144,20 @@ func TestBrownoutOverHTTPFailsInsideItsWindowThenHeals(t *testing.T) {
 					limit = 5 * time.Second
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), limit)
+				sent := time.Now()
 				r, err := s.do(ctx, http.MethodGet, "/quotes/boreal?sku=KB-001&scenario=brownout")
 				cancel()
-				got = append(got, outcome{at, r.status, err})
+				got = append(got, outcome{at, time.Since(sent), r.status, err})
 				time.Sleep(10 * time.Millisecond)
 			}
 			var before, inside, after int
 			for _, o := range got {
 				failed := o.status == 503 && o.err == nil // shape 503: at once
 				if shape == provider.BrownoutHang {
-					failed = errors.Is(o.err, context.DeadlineExceeded) // hung past the read limit
+					// Hung past the read limit: the client gave up, or (on a
+					// machine so busy that the client's timer fired after the
+					// answer came) the hang's 503 came no sooner than the limit.
+					failed = errors.Is(o.err, context.DeadlineExceeded) || o.status == 503 && o.took >= readLimit
 				}
 				switch {
 				case o.at < start-slack:
@@ -164,7 +168,7 @@ func TestBrownoutOverHTTPFailsInsideItsWindowThenHeals(t *testing.T) {
 				case o.at > start+slack && o.at < end-slack:
 					inside++
 					if !failed {
-						t.Errorf("%v (inside the window): %d %v, want it to fail (shape %s)", o.at, o.status, o.err, shape)
+						t.Errorf("%v (inside the window): %d %v after %v, want it to fail (shape %s)", o.at, o.status, o.err, o.took, shape)
 					}
 				case o.at > end+slack:
 					after++

@@ -439,8 +439,8 @@ func TestABasketWriteCannotLandAfterItsDeadline(t *testing.T) {
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "store_unavailable") || rec.Header().Get("Retry-After") == "" {
 		t.Fatalf("with Redis stalled at the write: %d %s, want 503 store_unavailable with Retry-After", rec.Code, rec.Body)
 	}
-	if limit := 500*time.Millisecond + 150*time.Millisecond; took > limit {
-		t.Errorf("answered after %s, want within %s (the 500 ms deadline, slack): the write was cut at the deadline", took, limit)
+	if limit := 500*time.Millisecond + 600*time.Millisecond; took > limit { // Redis stalls 1.5 s: an uncut write answers after it
+		t.Errorf("answered after %s, want within %s (the 500 ms deadline, and slack for a busy machine, far under the 1.5 s stall): the write was cut at the deadline", took, limit)
 	}
 	ctx := testCtx(t)
 	for time.Since(start) < 1600*time.Millisecond || redis.NewClient(&redis.Options{Addr: s.Addr}).Ping(ctx).Err() != nil {
@@ -455,6 +455,13 @@ func TestABasketWriteCannotLandAfterItsDeadline(t *testing.T) {
 	calls := fake.TotalCalls()
 	time.Sleep(2 * (500*time.Millisecond + storeWriteTime)) // the reservation can no longer be answering
 	retry := postBasket(h, "order-9", twoLines)
+	// The retry is a basket of its own, with its own 500 ms deadline: on a
+	// busy machine its write may miss that deadline too, and then it says
+	// so (503, kept: nothing), as a client is told to try again later.
+	for try := 1; try < 5 && retry.Code == http.StatusServiceUnavailable && strings.Contains(retry.Body.String(), `"kept":"nothing"`); try++ {
+		time.Sleep(2 * (500*time.Millisecond + storeWriteTime))
+		retry = postBasket(h, "order-9", twoLines)
+	}
 	b := decodeJSON[Basket](t, retry)
 	if retry.Code != http.StatusOK || !b.answered() || fake.TotalCalls() == calls {
 		t.Fatalf("the retry: %d %s, want 200 with the basket made now", retry.Code, retry.Body)

@@ -18,9 +18,10 @@ import (
 // command's real output. Blocks of lab's own sentences (check, list,
 // hint, watch, show: lab speaks the reader's language) are run with
 // LANG=zh_CN.UTF-8 in the Chinese edition: their command lines and their
-// figures (every number but a duration, which no two runs share) are the
-// same as the English edition's. A diagram (```mermaid) and a sketch in
-// words (a ```text block with no command, in Chinese where the English has
+// figures (every number but a duration, which no two runs share, or a
+// line of the answer's own output that lab check quotes ("> ..."), which is
+// its run's) are the same as the English edition's. A diagram (```mermaid) and
+// a sketch in words (a ```text block with no command, in Chinese where the English has
 // none) are translated: their figures are the same. Every other block is
 // the same byte for byte.
 
@@ -148,7 +149,7 @@ func CompareTwins(en, zh string) []string {
 		case e.Command() != z.Command():
 			bad = append(bad, fmt.Sprintf("%s: the command differs: %q, %q", where, e.Command(), z.Command()))
 		case e.Localized():
-			if a, b := Figures(e.Body), Figures(z.Body); strings.Join(a, " ") != strings.Join(b, " ") {
+			if a, b := Figures(reportLines(e.Body)), Figures(reportLines(z.Body)); strings.Join(a, " ") != strings.Join(b, " ") {
 				bad = append(bad, fmt.Sprintf("%s, `%s`: the figures differ:\n\tEnglish %v\n\tChinese %v", where, e.Command(), a, b))
 			}
 		case e.Lang == "mermaid" || e.Lang == "text" && e.Command() == "" && isProse(e.Body, z.Body):
@@ -161,6 +162,21 @@ func CompareTwins(en, zh string) []string {
 		}
 	}
 	return bad
+}
+
+// reportLines is a block of lab's sentences without the lines that quote
+// the answer's own output ("> E16 failed (deadline): ..."): the answer
+// speaks English in both editions, and what it measured (a request ID, an
+// elapsed time in a struct, a count under contention) is its run's, which
+// no two runs share, like a duration.
+func reportLines(body string) string {
+	var keep []string
+	for line := range strings.SplitSeq(body, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "> ") {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "\n")
 }
 
 // isProse reports whether a text block without a command is words rather

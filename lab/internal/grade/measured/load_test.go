@@ -273,3 +273,35 @@ func TestASpinningToolGetsNoProperty(t *testing.T) {
 		t.Errorf("another tool's property or the build was failed: %+v", g.findings)
 	}
 }
+
+// A call not made because the calls before took the budget down below the
+// floor is a timing miss whatever its target, a refused one too: a CI run
+// at load 30 stretched a 305 ms trickle to 600 ms, and the refused call
+// after it was skipped. Skipped with the budget still there, it is a hard
+// miss.
+func TestASkipAfterSlowCallsIsATimingMiss(t *testing.T) {
+	c := deadlineCase{budget: 688, minMS: 93, targets: []dlTarget{{dripMS: 305}, {refused: true}}}
+	urls := []string{"u1", "u2"}
+	for _, tc := range []struct {
+		name      string
+		first     float64 // what call 1 took, by its report
+		wantTimed bool
+	}{
+		{"call 1 took 600 ms: 88 ms left, under the floor", 600, true},
+		{"call 1 took 305 ms: 383 ms left, skipped anyway", 305, false},
+	} {
+		var v verdict
+		m := newModel(&v, "deadline")
+		out := deadlineOut{BudgetMS: 688, TotalMS: tc.first, Skipped: 1, Exceeded: true, Calls: []deadlineCall{
+			{URL: "u1", OK: true, Phase: "done", ElapsedMS: tc.first, ReadTimeoutMS: 688},
+			{URL: "u2", OK: false, Phase: "no_budget", ElapsedMS: 0, ReadTimeoutMS: 0},
+		}}
+		modelDeadline(m, c, urls, out, quietRun(tc.first+5), []arrival{{at: 0}})
+		if v.ok() {
+			t.Fatalf("%s: no miss seen", tc.name)
+		}
+		if timed := !v.hard; timed != tc.wantTimed {
+			t.Errorf("%s: timed %v, want %v (%v)", tc.name, timed, tc.wantTimed, v.buts)
+		}
+	}
+}
