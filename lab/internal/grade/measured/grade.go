@@ -451,11 +451,11 @@ func (g *grader) result(start time.Time) Result {
 		if !ok {
 			f = finding{detail: "not checked"}
 		}
-		sentence := s.demand
+		sentence := s.demand()
 		switch {
 		case f.ok || f.unchecked || f.busy || r.NotStarted:
 		case f.but != "":
-			sentence = s.demand + ", but " + f.but
+			sentence = joinBut(s.demand(), f.but)
 		default:
 			sentence = s.sentence()
 		}

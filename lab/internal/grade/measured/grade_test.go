@@ -238,8 +238,8 @@ func TestSentenceSaysButOnlyForACheckedFailure(t *testing.T) {
 		}
 	}
 	for _, s := range specs {
-		if strings.Contains(s.demand, ", but ") {
-			t.Errorf("%s: the demand %q holds a failure clause; put it in the spec's failure field", s.name, s.demand)
+		if strings.Contains(s.demand(), ", but ") {
+			t.Errorf("%s: the demand %q holds a failure clause; put it in spec_fail.%s", s.name, s.demand(), s.name)
 		}
 	}
 }
