@@ -176,7 +176,7 @@ func checkWithin(ctx context.Context, o grade.Request, v variant.Variant, runBou
 	r.Timings.Add("run", what, res.Elapsed.Milliseconds())
 	decide(&r, res, o, v)
 	if o.Only != "" {
-		r.Notes = append(r.Notes, "only "+o.Only+" was graded (--only): this verdict is not the exercise's; run without --only for that (it is not recorded for `lab list` either).")
+		r.Notes = append(r.Notes, msg.T("meas.only", o.Only))
 	}
 	if res.Left != nil && res.Left.Processes > 0 {
 		r.Verdict, r.OK = report.Failed, false

@@ -192,7 +192,7 @@ func Grade(ctx context.Context, opts Options) Result {
 		g.rerun(ctx, c, forks[i], first, mon)
 	}
 	if g.computed != "" {
-		g.notes = append(g.notes, fmt.Sprintf("your tools themselves kept the CPUs busy (%s; a tool that waits on the network uses a few ms): their threads' waiting for a CPU excuses none of their timing, and the machine is not to blame for it.", g.computed))
+		g.notes = append(g.notes, msg.T("meas.self_busy", g.computed))
 	}
 	r := g.result(start)
 	r.Machine = mon.Since(0)
@@ -241,12 +241,12 @@ func (g *grader) rerun(ctx context.Context, c toolCheck, firstRun *grader, first
 		was, now := firstRun.findings[name], again.findings[name]
 		switch {
 		case now.ok:
-			g.notes = append(g.notes, fmt.Sprintf("%s failed a timing bound on the first run (%s); run again alone, it held.", name, report.Shorten(report.OneLine(was.detail), 300)))
+			g.notes = append(g.notes, msg.T("meas.held_again", name, report.Shorten(report.OneLine(was.detail), 300)))
 			g.findings[name] = now
 		case now.timed && busy:
 			now.busy = true
 			now.detail += "; the machine was too busy to judge this timing: " + machine.Describe(worst)
-			g.notes = append(g.notes, fmt.Sprintf("%s missed a timing bound twice while the machine was busy (%s): inconclusive, not failed.", name, machine.Describe(worst)))
+			g.notes = append(g.notes, msg.T("meas.busy_twice", name, machine.Describe(worst)))
 			g.findings[name] = now
 		case now.timed:
 			now.detail += "; it failed again when run alone, and the machine was not busy (" + machine.Describe(worst) + ")"
