@@ -11,20 +11,66 @@ import "github.com/redis/go-redis/v9"
 // clock far ahead. acquireScript and renewScript drop it with the expired
 // ones, so no such member blocks a slot for longer than a TTL.
 
+// grantLua is the part of the lease scripts that wakes waiters: while a
+// slot is free, the first caller in line (KEYS[4], in the order they came)
+// whose place has not expired (KEYS[3]) is given a lease of ttl ms, and its
+// id is published on its process's channel, KEYS[4] .. ':' .. owner (an id
+// is "owner:n"), to which that process listens. A release, a
+// renewal or a try that finds a slot free (a lease given back, or expired:
+// its process died) so hands it to the waiter first in line, in the same
+// atomic step: no waiter polls, and no newcomer passes one. During the
+// grace after a restart, or with no epoch at all, it grants nothing.
+// except is the caller running the script, who learns from its answer.
+const grantLua = `
+local function grant(now, limit, ttl, except)
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+  local held = redis.call('ZCARD', KEYS[1])
+  local grace = redis.call('HGET', KEYS[2], 'grace')
+  if not grace or now < tonumber(grace) then
+    return held
+  end
+  while held < limit do
+    local first = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+    if not first then
+      break
+    end
+    redis.call('ZREM', KEYS[4], first)
+    if redis.call('ZREM', KEYS[3], first) == 1 then
+      redis.call('ZADD', KEYS[1], now + ttl, first)
+      held = held + 1
+      if first ~= except then
+        redis.call('PUBLISH', KEYS[4] .. ':' .. string.match(first, '^(.*):'), first)
+      end
+    end
+  end
+  return held
+end
+`
+
 // acquireScript admits lease ARGV[3] if fewer than ARGV[1] unexpired leases
-// are held, with expiry = now + ARGV[2] ms.
+// are held and nobody waits in line before it, with expiry = now + ARGV[2] ms.
 //
 // KEYS[1] the sorted set of leases (member: lease id, score: expiry in ms)
 // KEYS[2] the epoch hash: which incarnation of the store this is
+// KEYS[3] the places in line (member: the lease id a caller waits for,
+// score: when its place expires, in ms)
+// KEYS[4] the line: the same callers in the order they came (score: Redis's
+// clock in µs when each first came)
 // ARGV[4] the epoch this client last saw ("" if none), ARGV[5] a fresh epoch id
+// ARGV[6] how long a waiter's place in line lasts unless it tries again, in ms
+//
+// A caller that finds no room takes a place in line, which each of its tries
+// renews; a slot that comes free goes to the first in line (grantLua). A
+// place not renewed (its process died) expires like a lease.
 //
 // An empty store that a client has seen before has lost its data (Redis
 // restarted without persistence): running calls still hold leases it no
 // longer lists. For one TTL it admits no new lease, while the running calls
 // re-register theirs (renewScript), so a restart is never a burst.
 //
-// Returns {admitted 0|1, epoch, leases held, ms until the grace ends}.
-var acquireScript = redis.NewScript(`
+// Returns {admitted 0|1, epoch, leases held, ms until the caller should try
+// again: the grace's end, or the first lease's expiry}.
+var acquireScript = redis.NewScript(grantLua + `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local limit, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -38,28 +84,58 @@ end
 local grace = tonumber(redis.call('HGET', KEYS[2], 'grace'))
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. (now + ttl), '+inf')
-local held = redis.call('ZCARD', KEYS[1])
-if redis.call('ZSCORE', KEYS[1], ARGV[3]) then
+local function admitted(held)
+  redis.call('ZREM', KEYS[3], ARGV[3])
+  redis.call('ZREM', KEYS[4], ARGV[3])
   return {1, epoch, held, 0}
 end
+local function refuse(retry)
+  redis.call('ZADD', KEYS[3], now + tonumber(ARGV[6]), ARGV[3])
+  redis.call('ZADD', KEYS[4], 'NX', tonumber(t[1]) * 1000000 + tonumber(t[2]), ARGV[3])
+  return {0, epoch, redis.call('ZCARD', KEYS[1]), retry}
+end
+if redis.call('ZSCORE', KEYS[1], ARGV[3]) then
+  return admitted(redis.call('ZCARD', KEYS[1]))
+end
 if now < grace then
-  return {0, epoch, held, grace - now}
+  return refuse(grace - now)
+end
+local held = grant(now, limit, ttl, ARGV[3])
+if redis.call('ZSCORE', KEYS[1], ARGV[3]) then
+  return admitted(held)
 end
 if held < limit then
   redis.call('ZADD', KEYS[1], now + ttl, ARGV[3])
-  return {1, epoch, held + 1, 0}
+  return admitted(held + 1)
 end
-return {0, epoch, held, 0}
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return refuse(math.max(1, tonumber(first[2]) - now))
+`)
+
+// releaseScript gives back lease ARGV[3], or the place in line of a caller
+// that stopped waiting for it (and the lease, if one was granted meanwhile),
+// and hands the free slots to the first in line (grantLua). ARGV[1] is the
+// limit, ARGV[2] the TTL in ms; same KEYS as acquireScript.
+var releaseScript = redis.NewScript(grantLua + `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREM', KEYS[1], ARGV[3])
+redis.call('ZREM', KEYS[3], ARGV[3])
+redis.call('ZREM', KEYS[4], ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+grant(now, tonumber(ARGV[1]), tonumber(ARGV[2]), '')
+return 0
 `)
 
 // renewScript pushes the expiry of leases ARGV[5..] to now + ARGV[2] ms. A
 // lease the store no longer lists (it restarted, or the lease expired while
 // Redis was out of reach) is added back if there is room; ARGV[1] is the limit.
 // Same KEYS and epoch rule as acquireScript (ARGV[3] seen, ARGV[4] fresh),
-// except that a renewing client has always seen an epoch.
+// except that a renewing client has always seen an epoch. Leases it finds
+// expired (a process died) go to the first in line (grantLua).
 //
 // Returns {epoch, leases that found no room}.
-var renewScript = redis.NewScript(`
+var renewScript = redis.NewScript(grantLua + `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local limit, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -78,6 +154,7 @@ for i = 5, #ARGV do
     lost = lost + 1
   end
 end
+grant(now, limit, ttl, '')
 return {epoch, lost}
 `)
 
