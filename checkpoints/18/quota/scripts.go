@@ -1,6 +1,10 @@
 package quota
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // Every script reads the time with Redis's TIME: one clock for all processes,
 // whatever each machine's own clock says. Each runs atomically: no other
@@ -168,11 +172,20 @@ grant(now, limit, ttl, '')
 return {epoch, lost}
 `)
 
-// rateScript is a sliding window weighted by cost: it admits call ARGV[3]
-// of cost ARGV[4] to KEYS[1] if the costs admitted in the last ARGV[2] µs,
-// with this one, come to at most ARGV[1]. With every cost 1 it counts calls.
-// A call already admitted (a retried request) is admitted again without
-// counting twice. Members are "cost:id", scored by the admission time.
+// rateScript is a sliding window weighted by cost, kept as counters: it
+// admits a call of cost ARGV[4] to KEYS[1] if the costs admitted in the
+// last ARGV[2] µs, with this one, come to at most ARGV[1]. With every cost 1
+// it counts calls. ARGV[3], the call's id, is not used.
+//
+// KEYS[1] is a hash of buckets: field i holds the cost admitted between
+// i×width and (i+1)×width µs on Redis's clock, width = window / rateBuckets.
+// A bucket counts while any part of it is in the window, so every admission
+// of the last window is counted, and some older ones with them: the window
+// never holds more than ARGV[1] (never a call too many), and a call may wait
+// up to one bucket longer than a log of every admission would make it. The
+// memory is at most rateBuckets + 1 fields whatever the rate. A call run
+// twice (a dropped connection, retried) counts twice: less is admitted,
+// never more.
 //
 // Returns 0 (admitted), the µs until enough cost leaves the window for this
 // call, or -1 when its cost is more than the whole window holds.
@@ -180,30 +193,38 @@ var rateScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local n, window, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])
-local member = ARGV[4] .. ':' .. ARGV[3]
 if cost > n then
   return -1
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-if redis.call('ZSCORE', KEYS[1], member) then
-  return 0
-end
-local held = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
-local used = 0
-for i = 1, #held, 2 do
-  used = used + tonumber(string.match(held[i], '^(%d+):'))
+local width = math.ceil(window / ` + strconv.Itoa(rateBuckets) + `)
+local oldest = math.floor((now - window) / width)
+local fields = redis.call('HGETALL', KEYS[1])
+local buckets, used = {}, 0
+for i = 1, #fields, 2 do
+  local b = tonumber(fields[i])
+  if b < oldest then
+    redis.call('HDEL', KEYS[1], fields[i])
+  else
+    used = used + tonumber(fields[i + 1])
+    buckets[#buckets + 1] = b
+  end
 end
 if used + cost <= n then
-  redis.call('ZADD', KEYS[1], now, member)
-  redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000) + 1)
+  redis.call('HINCRBY', KEYS[1], string.format('%.0f', math.floor(now / width)), cost)
+  redis.call('PEXPIRE', KEYS[1], math.ceil((window + width) / 1000) + 1)
   return 0
 end
--- The oldest admissions leave first: wait until enough of them have.
-for i = 1, #held, 2 do
-  used = used - tonumber(string.match(held[i], '^(%d+):'))
+-- The oldest buckets leave first: bucket b stops counting at (b + 1) × width + window.
+table.sort(buckets)
+for _, b in ipairs(buckets) do
+  used = used - tonumber(redis.call('HGET', KEYS[1], string.format('%.0f', b)))
   if used + cost <= n then
-    return math.max(1, tonumber(held[i + 1]) + window - now)
+    return math.max(1, (b + 1) * width + window - now)
   end
 end
 return 1
 `)
+
+// rateBuckets is how many buckets a rate window is cut into (rateScript): a
+// call waits at most a window and one bucket, Per/20, for room.
+const rateBuckets = 20
