@@ -130,6 +130,41 @@ func TestAnExpiredLeaseWakesTheWaiter(t *testing.T) {
 	}
 }
 
+// A process killed while one of its callers waits in line holds no slot
+// past the TTL either: a slot given back half a TTL after the kill goes to
+// the first in line, the dead caller, and its lease expires with the place
+// its process no longer renews, not a TTL after the grant. The caller behind
+// it, in a live process, has the slot within the TTL (+20%) of the kill.
+func TestAKilledProcessWaiterHoldsNoSlotPastTheTTL(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	const ttl = time.Second
+	cfg := quota.RedisConfig{Limit: 1, TTL: ttl, Poll: noPoll}
+	holder := processes(t, s.URL(), 1, cfg)[0]
+	release := holdN(t, holder, 1)
+	dead, deadRuns := watched(t, s.URL(), cfg)
+	inLine(t, dead, deadRuns, capped(t)) // first in line
+	time.Sleep(ttl / 2)                   // its process has renewed its place: it is live, not fresh
+	live, liveRuns := watched(t, s.URL(), cfg)
+	got, _ := inLine(t, live, liveRuns, capped(t)) // second
+	dead.Close()                                   // "kill -9": no more renewals, no wake-ups
+	killed := time.Now()
+	time.Sleep(ttl / 2)
+	release() // the slot goes to the dead caller, first in line
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("the live waiter: %v", err)
+		}
+		live.Release()
+	case <-time.After(4 * time.Second):
+		t.Fatal("the live waiter got no slot within 4 s of the kill (TTL 1 s): the dead caller's place or lease outlived the TTL")
+	}
+	if took := time.Since(killed); took > ttl*12/10 {
+		t.Errorf("the live waiter got the slot %s after the kill, want within the TTL + 20%% (%s)", took, ttl*12/10)
+	}
+}
+
 // Callers waiting in line, in different processes, are served in the order
 // they came: each slot given back goes to the first in line, never to one
 // who came later, so no waiter is passed over again and again.

@@ -354,9 +354,28 @@ func (q *Redis) tryAcquire(ctx context.Context, id string, wait bool) (bool, tim
 	return admitted, time.Duration(res[3].(int64)) * time.Millisecond, nil
 }
 
-// placeInLine is how long a waiter's place in line lasts without a new try:
-// a TTL, and at least a few of its pauses.
-func (q *Redis) placeInLine() time.Duration { return max(q.ttl, 4*q.poll) }
+// placeInLine is how long a waiter's place in line lasts unless its try or
+// its process's renewal (keepPlaces) pushes it on: a TTL, like a lease.
+func (q *Redis) placeInLine() time.Duration { return q.ttl }
+
+// keepPlaces renews the places in line of this process's waiters, with its
+// leases every TTL/3: a caller may wait longer than a TTL, and a process
+// that dies stops, so its places expire within the TTL, and a lease granted
+// to one of them with it.
+func (q *Redis) keepPlaces() {
+	q.mu.Lock()
+	args := []any{q.placeInLine().Milliseconds()}
+	for id := range q.waiters {
+		args = append(args, id)
+	}
+	q.mu.Unlock()
+	if len(args) == 1 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
+	defer cancel()
+	placesScript.Run(ctx, q.rdb, []string{q.waiting}, args...) // Redis out of reach: the next tick tries again
+}
 
 // Release gives back one of the leases this process holds (they are all
 // alike); it panics when none is held. It waits for nothing: the lease
@@ -403,6 +422,7 @@ func (q *Redis) renewLoop() {
 			return
 		case <-tick.C:
 			q.renew()
+			q.keepPlaces()
 			q.mu.Lock()
 			unknown := q.seen == ""
 			q.mu.Unlock()

@@ -17,7 +17,9 @@ import (
 
 // grantLua is the part of the lease scripts that wakes waiters: while a
 // slot is free, the first caller in line (KEYS[4], in the order they came)
-// whose place has not expired (KEYS[3]) is given a lease of ttl ms, and its
+// whose place has not expired (KEYS[3]) is given a lease that expires with
+// its place, or within ttl ms if sooner (a live process renews both; a dead
+// one's lease goes when its place would have gone, within a TTL), and its
 // id is published on its process's channel, KEYS[4] .. ':' .. owner (an id
 // is "owner:n"), to which that process listens. A release, a
 // renewal or a try that finds a slot free (a lease given back, or expired:
@@ -39,8 +41,10 @@ local function grant(now, limit, ttl, except)
       break
     end
     redis.call('ZREM', KEYS[4], first)
-    if redis.call('ZREM', KEYS[3], first) == 1 then
-      redis.call('ZADD', KEYS[1], now + ttl, first)
+    local place = redis.call('ZSCORE', KEYS[3], first)
+    if place then
+      redis.call('ZREM', KEYS[3], first)
+      redis.call('ZADD', KEYS[1], math.min(tonumber(place), now + ttl), first)
       held = held + 1
       if first ~= except then
         redis.call('PUBLISH', KEYS[4] .. ':' .. string.match(first, '^(.*):'), first)
@@ -170,6 +174,18 @@ for i = 5, #ARGV do
 end
 grant(now, limit, ttl, '')
 return {epoch, lost}
+`)
+
+// placesScript renews the places in line ARGV[2..] (those still there) to
+// now + ARGV[1] ms: a process keeps its waiters' places as it keeps its
+// leases, and a dead process's places expire within the TTL.
+var placesScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 2, #ARGV do
+  redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[i])
+end
+return 0
 `)
 
 // rateScript is a sliding window weighted by cost, kept as counters: it
