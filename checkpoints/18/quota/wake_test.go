@@ -103,7 +103,8 @@ func TestAReleaseWakesTheWaiter(t *testing.T) {
 
 // A process killed holding every slot wakes no one: the lease's expiry on
 // Redis's clock does. A waiter gets a slot within the TTL (+20%) of the
-// kill, though it would not try again for 30 s, and not before the expiry.
+// kill, though it would not try again for 30 s, and not before the expiry;
+// and that slot counts: with it held, the limit of 2 admits one more, not two.
 func TestAnExpiredLeaseWakesTheWaiter(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
@@ -120,8 +121,14 @@ func TestAnExpiredLeaseWakesTheWaiter(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatalf("the waiter got no slot within 5 s of the kill (TTL %s): %v", ttl, err)
 	}
-	waiter.Release()
 	took := time.Since(killed)
+	other := processes(t, s.URL(), 1, quota.RedisConfig{Limit: 2, TTL: ttl})[0]
+	release := holdN(t, other, 1) // the dead process's second slot
+	if tryAcquire(t, other, 300*time.Millisecond) {
+		t.Error("a third call was admitted with a limit of 2: the slot the waiter got was not counted")
+	}
+	release()
+	waiter.Release()
 	if took > ttl*12/10 {
 		t.Errorf("the waiter got a slot %s after the kill, want within the TTL + 20%% (%s)", took, ttl*12/10)
 	}
