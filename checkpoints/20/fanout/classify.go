@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"quoteflowlab.dev/checkpoints/20/adaptive"
 	"quoteflowlab.dev/checkpoints/20/quota"
 )
 
@@ -34,6 +35,9 @@ const (
 	// CodeCircuitOpen: never called, because Options.Gate refused the call
 	// (a circuit breaker open); worth running again later, not now.
 	CodeCircuitOpen Code = "circuit_open"
+	// CodeShed: never called, because the supplier's adaptive limit had no
+	// room in time (adaptive.ErrShed); worth running again later, not now.
+	CodeShed Code = "shed"
 )
 
 // HTTPCode is the code for a final HTTP status, e.g. "http_503".
@@ -45,7 +49,7 @@ func HTTPCode(status int) Code { return Code("http_" + strconv.Itoa(status)) }
 // could not be asked, and a call a circuit breaker refused. A compensation queue takes exactly these.
 func Retryable(code Code) bool {
 	switch code {
-	case CodeTimeout, CodeDeadline, CodeNoBudget, CodeRateLimited, CodeTransportError, CodeQuotaUnavailable, CodeCircuitOpen:
+	case CodeTimeout, CodeDeadline, CodeNoBudget, CodeRateLimited, CodeTransportError, CodeQuotaUnavailable, CodeCircuitOpen, CodeShed:
 		return true
 	}
 	if status, ok := strings.CutPrefix(string(code), "http_"); ok {
@@ -123,6 +127,8 @@ func Classify(err error) Verdict {
 		return Verdict{Code: CodeQuotaUnavailable}
 	case errors.Is(err, quota.ErrRateLimited):
 		return Verdict{Code: CodeRateLimited}
+	case errors.Is(err, adaptive.ErrShed):
+		return Verdict{Code: CodeShed}
 	case errors.As(err, &se) && se.Status == http.StatusTooManyRequests:
 		return Verdict{Code: CodeRateLimited, Retry: true, RetryAfter: se.RetryAfter}
 	case errors.As(err, &se) && se.Status >= 500:

@@ -3,9 +3,10 @@ package quoteflow
 import (
 	"context"
 	"errors"
-	"sync"
+	"fmt"
 	"sync/atomic"
 
+	"quoteflowlab.dev/checkpoints/20/adaptive"
 	"quoteflowlab.dev/checkpoints/20/fanout"
 	"quoteflowlab.dev/checkpoints/20/hedge"
 )
@@ -14,30 +15,45 @@ import (
 // the handler answers it with 503 {"detail":"capacity_exhausted"} and Retry-After: 1.
 var ErrBusy = errors.New("quoteflow: inbound capacity exhausted")
 
-// Admit takes an inbound slot without waiting: ErrBusy when all are taken,
-// and then nothing was taken. release returns the slot; calling it again
-// does nothing. Quote admits itself; a test can hold a slot with Admit.
+// Admit takes an inbound slot without waiting: ErrBusy when all are taken
+// (or others wait for one), and then nothing was taken. release returns the
+// slot; calling it again does nothing. A test can hold a slot with Admit.
 //
 // Why atomic: in Python one event loop runs the check and the increment with
 // no await between them, so no other task can slip in. Go's net/http runs
 // each request on its own goroutine, and goroutines run in parallel on many
 // OS threads: two handlers can both read 7 and both write 8. The check and
-// the increment must be one indivisible step, here a compare-and-swap that
-// retries when another goroutine changed the count in between.
+// the increment must be one indivisible step, here under the limiter's mutex.
 func (s *Service) Admit() (release func(), err error) {
-	for {
-		n := s.active.Load()
-		if n >= int64(s.inboundLimit) {
-			return nil, ErrBusy
-		}
-		if s.active.CompareAndSwap(n, n+1) {
-			return sync.OnceFunc(func() { s.active.Add(-1) }), nil
-		}
+	tok, ok := s.inbound.TryAcquire(adaptive.High)
+	if !ok {
+		return nil, ErrBusy
 	}
+	return func() { tok.Done(adaptive.Ignore) }, nil
+}
+
+// admit takes an inbound slot for a request of priority p. Without
+// Config.InboundQueue it is Admit. With one, a request that finds every
+// slot taken waits in its line, single quotes before baskets, at most the
+// line's target and never past ctx's deadline minus the floor: when it is
+// shed (the line full of requests at least as important, its wait over, no
+// time left) it gets ErrBusy at once, answered 503 with Retry-After.
+func (s *Service) admit(ctx context.Context, p adaptive.Priority) (release func(), err error) {
+	if !s.inboundQueue {
+		return s.Admit()
+	}
+	tok, err := s.inbound.Acquire(ctx, p)
+	if errors.Is(err, adaptive.ErrShed) {
+		return nil, fmt.Errorf("%w: %w", ErrBusy, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func() { tok.Done(adaptive.Ignore) }, nil
 }
 
 // ActiveRequests is the number of inbound slots taken now.
-func (s *Service) ActiveRequests() int { return int(s.active.Load()) }
+func (s *Service) ActiveRequests() int { return s.inbound.Stats().InFlight }
 
 // acquireOutbound waits for one of the shared outbound slots, or for ctx to
 // end: waiting in line is paid from the same deadline as the call itself.

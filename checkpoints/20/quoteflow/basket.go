@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"quoteflowlab.dev/checkpoints/20/adaptive"
 	"quoteflowlab.dev/checkpoints/20/fanout"
 	"quoteflowlab.dev/checkpoints/20/queue"
 )
@@ -132,12 +133,16 @@ func (s *Service) BasketOnce(ctx context.Context, req BasketRequest, key string)
 	if s.store == nil || s.queue == nil {
 		return Basket{}, ErrNoStore
 	}
-	release, err := s.Admit()
+	arrived := time.Now()
+	admitCtx, cancelAdmit := context.WithDeadline(ctx, arrived.Add(s.basket.Deadline))
+	release, err := s.admit(admitCtx, adaptive.Low) // a basket waits behind single quotes
+	cancelAdmit()
 	if err != nil {
 		return Basket{}, err
 	}
 	defer release()
-	started := time.Now()
+	ctx = withPriority(ctx, adaptive.Low) // and so do its lines
+	started := arrived
 	deadline := started.Add(s.basket.Deadline)
 	// A basket sent without a key gets one of its own: an answer that cannot
 	// say whether the basket was kept then says how to ask again safely.
@@ -310,6 +315,8 @@ func (o outcome) asError() error {
 		return &fanout.StatusError{Status: o.status, RetryAfter: o.retryAfter}
 	case o.code == CodeInvalidData:
 		return fmt.Errorf("%w: %v", fanout.ErrInvalidData, o.cause)
+	case o.code == CodeShed:
+		return fmt.Errorf("quoteflow: %w", adaptive.ErrShed)
 	case o.code == CodeTimeout && o.cause == nil:
 		return fmt.Errorf("supplier stopped at the budget we sent: %w", context.DeadlineExceeded)
 	case o.cause != nil:

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"quoteflowlab.dev/checkpoints/20/adaptive"
 	"quoteflowlab.dev/checkpoints/20/breaker"
 	"quoteflowlab.dev/checkpoints/20/fanout"
 	"quoteflowlab.dev/checkpoints/20/quota"
@@ -58,7 +59,7 @@ func judge(err error) breaker.Outcome {
 	case err == nil:
 		return breaker.Success
 	case errors.Is(err, fanout.ErrNotMade), errors.Is(err, quota.ErrUnavailable), errors.Is(err, quota.ErrRateLimited),
-		errors.Is(err, context.Canceled):
+		errors.Is(err, context.Canceled), errors.Is(err, adaptive.ErrShed):
 		return breaker.Ignore
 	case errors.As(err, &se):
 		if se.Status >= http.StatusInternalServerError {

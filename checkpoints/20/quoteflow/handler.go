@@ -23,6 +23,7 @@ func (s *Service) Handler() http.Handler {
 	r.HandleFunc("/api/compensation", s.getCompensation).Methods(http.MethodGet)
 	r.HandleFunc("/api/budget", s.getBudget).Methods(http.MethodGet)
 	r.HandleFunc("/api/breakers", s.getBreakers).Methods(http.MethodGet)
+	r.HandleFunc("/api/limits", s.getLimits).Methods(http.MethodGet)
 	r.NotFoundHandler = http.HandlerFunc(notFound)
 	r.MethodNotAllowedHandler = methodNotAllowed(r)
 	return drainAfter(r)

@@ -37,6 +37,10 @@ const (
 	// CodeCircuitOpen: never asked, because the supplier's circuit breaker
 	// was open (breakers.go): it fails at once, without a slot or a token.
 	CodeCircuitOpen Code = "circuit_open"
+	// CodeShed: never asked, because the supplier's adaptive limit had no
+	// room in time: its line was full of more important calls, or the call
+	// waited its target, or its deadline left no time to wait (limits.go).
+	CodeShed Code = "shed"
 )
 
 // HTTPCode is the failure code for a supplier answering with status, e.g. "http_503".

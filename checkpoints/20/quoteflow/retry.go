@@ -37,8 +37,8 @@ func (s *Service) withRetry(ctx context.Context, supplier string, req QuoteReque
 	for n := 1; ; n++ {
 		o := s.attempt(ctx, supplier, req, id, n)
 		sent, hedged = sent+o.attempts, hedged || o.hedged
-		if (o.code == CodeNoBudget || o.code == CodeCircuitOpen) && n > 1 {
-			s.extra.Refund() // the retry was paid for and not made (no time left, or the breaker opened)
+		if (o.code == CodeNoBudget || o.code == CodeCircuitOpen || o.code == CodeShed) && n > 1 {
+			s.extra.Refund() // the retry was paid for and not made (no time left, the breaker opened, or shed)
 			last.attempts, last.hedged = sent, hedged
 			return last // the supplier was asked: report what it said
 		}
@@ -65,7 +65,7 @@ func (s *Service) withRetry(ctx context.Context, supplier string, req QuoteReque
 // and every other status are final: asking again would get the same answer.
 // So are our own deadline, a call never made, and program errors.
 func retryable(o outcome) bool {
-	if o.err != nil || o.code == CodeTimeout || o.code == CodeNoBudget || o.code == CodeCircuitOpen {
+	if o.err != nil || o.code == CodeTimeout || o.code == CodeNoBudget || o.code == CodeCircuitOpen || o.code == CodeShed {
 		return false
 	}
 	return QuoteRetry.Retry(o.asError()).Retry

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"quoteflowlab.dev/checkpoints/20/adaptive"
 	"quoteflowlab.dev/checkpoints/20/breaker"
 	"quoteflowlab.dev/checkpoints/20/fanout"
 	"quoteflowlab.dev/checkpoints/20/hedge"
@@ -91,6 +92,21 @@ type Config struct {
 	// for it when it fails now (stale: true); 0: DefaultMaxStale; negative:
 	// no stale answers.
 	MaxStale time.Duration
+	// Adaptive, when set, gives each supplier a limit of its own that
+	// adapts to the supplier's latency and failures within [Min, Max]
+	// (package adaptive), with a line of waiters SupplierQueue (probes,
+	// then single quotes, then basket lines); the shared outbound limit
+	// then bounds all suppliers together at OutboundLimit, or 3 x Max
+	// when that is 0. Nil: one fixed outbound limit, as in lesson 19.
+	Adaptive      *adaptive.Config
+	SupplierQueue adaptive.Queue
+	// InboundQueue, when set, lets a request that finds the inbound limit
+	// full wait in a line (single quotes before baskets) for its target,
+	// never past its deadline less the floor, and sheds it (ErrBusy) when
+	// it cannot be served in time; its Reserve is MinAttempt. Nil: such a
+	// request is rejected at once, as in lesson 13. The budget of a quote
+	// is counted from its arrival either way.
+	InboundQueue *adaptive.Queue
 }
 
 // Service answers quote requests by asking every supplier at once.
@@ -99,9 +115,10 @@ type Service struct {
 	providerURL   *url.URL
 	client        *http.Client
 	budget        time.Duration
-	inboundLimit  int
-	active        atomic.Int64   // inbound slots taken (admission.go)
-	outbound      fanout.Limiter // one shared line for every supplier call, quotes and baskets
+	inbound       *adaptive.Limiter            // inbound slots (admission.go), a fixed limit of InboundLimit
+	inboundQueue  bool                         // requests may wait for an inbound slot
+	limits        map[string]*adaptive.Limiter // per supplier; nil: no adaptive limits (limits.go)
+	outbound      fanout.Limiter               // one shared line for every supplier call, quotes and baskets
 	outboundInUse atomic.Int64
 	rate          quota.Quota // its WaitN before each supplier request; nil: no rate quota
 	rateByQty     bool        // a call weighs its quantity in the rate quota, not 1
@@ -138,24 +155,30 @@ func New(cfg Config) (*Service, error) {
 		limiter = cfg.Quota
 	}
 	if limiter == nil {
-		limiter = fanout.NewLocal(cmp.Or(cfg.OutboundLimit, DefaultOutbound))
+		outbound := cmp.Or(cfg.OutboundLimit, DefaultOutbound)
+		if cfg.Adaptive != nil && cfg.OutboundLimit == 0 {
+			outbound = len(suppliers) * cmp.Or(cfg.Adaptive.Max, adaptive.DefaultMax)
+		}
+		limiter = fanout.NewLocal(outbound)
 	}
 	transport := cfg.Transport
 	if transport == nil {
 		transport = newTransport(cmp.Or(cfg.PoolSize, DefaultPoolSize), cmp.Or(cfg.ConnectTimeout, DefaultConnectTimeout))
 	}
 	s := &Service{
-		providerURL:  base,
-		client:       &http.Client{Transport: transport, CheckRedirect: noRedirects},
-		budget:       cmp.Or(cfg.Budget, DefaultBudget),
-		inboundLimit: cmp.Or(cfg.InboundLimit, DefaultInbound),
-		minAttempt:   cmp.Or(cfg.MinAttempt, DefaultMinAttempt),
-		basket:       cfg.Basket.withDefaults(),
-		store:        cfg.Store,
-		queue:        cfg.Queue,
-		logger:       cmp.Or(cfg.Logger, slog.Default()),
-		rate:         cfg.Quota,
-		rateByQty:    cfg.RateByQuantity,
+		providerURL: base,
+		client:      &http.Client{Transport: transport, CheckRedirect: noRedirects},
+		budget:      cmp.Or(cfg.Budget, DefaultBudget),
+		minAttempt:  cmp.Or(cfg.MinAttempt, DefaultMinAttempt),
+		basket:      cfg.Basket.withDefaults(),
+		store:       cfg.Store,
+		queue:       cfg.Queue,
+		logger:      cmp.Or(cfg.Logger, slog.Default()),
+		rate:        cfg.Quota,
+		rateByQty:   cfg.RateByQuantity,
+	}
+	if err := s.setLimits(cfg); err != nil {
+		return nil, err
 	}
 	counted := &countedLimiter{Limiter: limiter, inUse: &s.outboundInUse}
 	s.outbound = counted
@@ -220,13 +243,14 @@ func (s *Service) ExtraStats() ExtraStats {
 func (s *Service) Close() { s.client.CloseIdleConnections() }
 
 // Quote validates req (an error wrapping ErrInvalid, before any supplier is
-// contacted), takes an inbound slot (ErrBusy at once when none is free), then
+// contacted), takes an inbound slot (ErrBusy when none is free in time:
+// admission.go), then
 // asks the three suppliers at once with one X-Request-ID, each call waiting
 // for a shared outbound slot; a supplier may be asked twice (retry.go).
 // Every attempt tells the supplier the budget left as X-Budget-Ms, and none
 // starts with less than the floor left: a supplier never asked is a
 // CodeNoBudget failure.
-// One absolute deadline, the budget counted from admission, covers waiting
+// One absolute deadline, the budget counted from arrival, covers waiting
 // for slots, the calls, and the pause between attempts. Every slot is returned
 // before Quote returns, whatever the outcome.
 // It returns when every supplier has answered or the deadline has passed;
@@ -239,14 +263,17 @@ func (s *Service) Quote(ctx context.Context, req QuoteRequest) (QuoteResult, err
 	if err := req.Validate(); err != nil {
 		return QuoteResult{}, err
 	}
-	release, err := s.Admit()
+	started := time.Now() // the budget covers the wait for a slot
+	budget, cancel := context.WithDeadline(withPriority(ctx, adaptive.High), started.Add(s.budget))
+	defer cancel()
+	release, err := s.admit(budget, adaptive.High)
 	if err != nil {
+		if ctx.Err() != nil {
+			return QuoteResult{}, fmt.Errorf("quoteflow: quote abandoned: %w", ctx.Err())
+		}
 		return QuoteResult{}, err
 	}
 	defer release()
-	started := time.Now()
-	budget, cancel := context.WithDeadline(ctx, started.Add(s.budget))
-	defer cancel()
 	id := newRequestID()
 	outcomes := s.fanOut(budget, req, id)
 	if err := ctx.Err(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"quoteflowlab.dev/checkpoints/20/adaptive"
 	"quoteflowlab.dev/checkpoints/20/breaker"
 	"quoteflowlab.dev/checkpoints/20/fanout"
 	"quoteflowlab.dev/checkpoints/20/hedge"
@@ -70,9 +71,9 @@ func (s *Service) attempt(ctx context.Context, supplier string, req QuoteRequest
 	case n > 1:
 		o = s.exchange(withAttempt(ctx, n), supplier, req, id, left)
 		o.attempts = 1
-	case ticket.Probe(): // a probe asks once: it is never hedged
+	case ticket.Probe(): // a probe asks once: it is never hedged, and goes first in line
 		s.extra.First()
-		o = s.exchange(ctx, supplier, req, id, left)
+		o = s.exchange(withPriority(ctx, adaptive.Probe), supplier, req, id, left)
 		o.attempts = 1
 	default:
 		o = s.call(ctx, supplier, req, id)
@@ -94,6 +95,9 @@ func (s *Service) call(ctx context.Context, supplier string, req QuoteRequest, i
 		return o
 	}
 	o, rep, _ := hedge.Do(ctx, s.hedging, supplier, func(ctx context.Context, attempt int) (outcome, error) {
+		if attempt > 1 {
+			ctx = withNoWait(ctx) // a hedge never waits for its supplier's limit
+		}
 		o := s.exchange(withAttempt(ctx, attempt), supplier, req, id, budgetLeft(ctx))
 		if !o.sent { // stopped before the supplier (a rate wait cut, say): not counted, not charged
 			return o, fmt.Errorf("%w: %w", hedge.ErrNotSent, o.asError())
@@ -142,13 +146,25 @@ func (s *Service) exchange(ctx context.Context, supplier string, req QuoteReques
 		}
 		left = min(left, budgetLeft(ctx)) // the wait was paid from the budget
 	}
+	// The supplier's own adaptive limit (limits.go): wait in its line by
+	// priority, or be shed at once; the wait is paid from the budget.
+	done, err := s.supplierSlot(ctx, supplier)
+	switch {
+	case errors.Is(err, adaptive.ErrShed), errors.Is(err, errNoFreeSlot):
+		return failed(CodeShed, adaptive.ErrShed)
+	case err != nil:
+		return failed(CodeTimeout, err)
+	}
+	left = min(left, budgetLeft(ctx))
 	// Two limits: connecting is cut by the dialer's ConnectTimeout (newTransport);
 	// the rest of the exchange by ctx's deadline, so the read limit is left.
 	r, err := s.newRequest(ctx, supplier, req, id, left)
 	if err != nil {
+		done(outcome{}, ctx)
 		return outcome{err: err} // a request we cannot build is our bug, not the supplier's failure
 	}
 	o := s.send(ctx, r, supplier, req)
+	done(o, ctx)
 	o.sent = true
 	return o
 }
