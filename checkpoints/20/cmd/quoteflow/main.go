@@ -96,6 +96,7 @@ func commonFlags(fs *flag.FlagSet) (provider, data *string, shared *sharedFlags)
 	shared.timings = timingFlags(fs)
 	shared.hedging = newHedgeFlags(fs)
 	shared.breaking = newBreakerFlags(fs)
+	shared.limiting = newLimitFlags(fs)
 	return provider, data, shared
 }
 
@@ -110,12 +111,14 @@ type sharedFlags struct {
 	*timings
 	hedging  *hedgeFlags
 	breaking *breakerFlags
+	limiting *limitFlags
 }
 
 // config is the service's configuration with the hedging and breaker flags.
 func (f *sharedFlags) config() quoteflow.Config {
 	c := f.hedging.config(f.timings)
 	f.breaking.apply(&c)
+	f.limiting.apply(&c)
 	return c
 }
 
@@ -130,6 +133,11 @@ func (f *sharedFlags) check(stderr io.Writer) (int, bool) {
 	}
 	if f.hedging != nil {
 		if code, ok := f.hedging.check(stderr); !ok {
+			return code, false
+		}
+	}
+	if f.limiting != nil {
+		if code, ok := f.limiting.check(stderr); !ok {
 			return code, false
 		}
 	}
@@ -223,7 +231,7 @@ func open(provider, dir string, shared *sharedFlags) (svc *quoteflow.Service, cl
 		return nil, nil, "", err
 	}
 	uses = fmt.Sprintf("quota: local, %d supplier calls at once in this process; baskets and queue: bbolt in %s",
-		quoteflow.DefaultOutbound, filepath.Join(dir, "quoteflow.db"))
+		shared.limiting.outboundLimit(), filepath.Join(dir, "quoteflow.db"))
 	return svc, closeData, uses, nil
 }
 
@@ -356,6 +364,7 @@ func serve(addr, provider, data string, shared *sharedFlags, stdout io.Writer) e
 	fmt.Fprintln(stdout, uses)
 	fmt.Fprintln(stdout, shared.hedging.describe())
 	fmt.Fprintln(stdout, shared.breaking.describe())
+	fmt.Fprintln(stdout, shared.limiting.describe())
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

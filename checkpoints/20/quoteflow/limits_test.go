@@ -1,0 +1,164 @@
+package quoteflow
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"quoteflowlab.dev/checkpoints/20/adaptive"
+)
+
+// quotesAtOnce sends n quotes at once and waits for all of them.
+func quotesAtOnce(t *testing.T, s *Service, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() { s.Quote(t.Context(), kb(1)) })
+	}
+	wg.Wait()
+}
+
+// Each supplier's limit is its own: boreal answering 503 backs its limit
+// off to the minimum while atlas and cedar, answering at their baseline,
+// grow theirs; /api/limits shows each with its history.
+func TestEachSupplierHasAnAdaptiveLimitOfItsOwn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := newFake(map[string]reply{"boreal": status(503)})
+		fake.latency = 50 * time.Millisecond
+		s := newService(t, Config{Transport: fake, NoHedge: true, NoBreaker: true, MaxStale: -1, InboundLimit: 100,
+			Adaptive: &adaptive.Config{Initial: 4, Min: 1, Max: 12, Window: 4}})
+		for range 6 {
+			quotesAtOnce(t, s, 4)
+		}
+		st := s.LimitStats()
+		if !st.Adaptive || st.Suppliers["boreal"].Limit != 1 {
+			t.Errorf("boreal after 6 rounds of 503s: %+v, want its minimum, 1", st.Suppliers["boreal"].Stats)
+		}
+		for _, name := range []string{"atlas", "cedar"} {
+			if got := st.Suppliers[name].Limit; got <= 4 {
+				t.Errorf("%s after 6 rounds of 4 quotes at its baseline: limit %d, want above 4 (boreal's failures are not its own)", name, got)
+			}
+		}
+		if h := st.Suppliers["boreal"].History; len(h) < 2 || h[len(h)-1].Reason != "backoff" {
+			t.Errorf("boreal's history: %+v, want steps ending in a backoff", h)
+		}
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/limits", nil))
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"adaptive":true`) || !strings.Contains(rec.Body.String(), `"history":[`) {
+			t.Errorf("GET /api/limits: %d %s", rec.Code, rec.Body.String())
+		}
+	})
+}
+
+// A supplier's limit bounds its calls in flight: with a limit of 2 each
+// (and a shared limit that does not bind), 6 quotes at once put exactly
+// 2 calls at a time to each supplier, 6 in all; the others wait their turn
+// in line and every quote is answered.
+func TestASuppliersLimitBoundsItsCallsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := newFake(nil)
+		fake.latency = 50 * time.Millisecond
+		s := newService(t, Config{Transport: fake, NoHedge: true, InboundLimit: 100, OutboundLimit: 100,
+			Adaptive: &adaptive.Config{Initial: 2, Min: 2, Max: 2}, SupplierQueue: adaptive.Queue{Target: time.Second}})
+		start := time.Now()
+		quotesAtOnce(t, s, 6)
+		if p := fake.Peak(); p != 6 {
+			t.Errorf("peak in flight %d, want 6 (2 per supplier)", p)
+		}
+		if took := time.Since(start); took != 150*time.Millisecond {
+			t.Errorf("6 quotes at 2 at a time per supplier took %v, want 150 ms (three turns of 50 ms)", took)
+		}
+		if n := fake.TotalCalls(); n != 18 {
+			t.Errorf("%d calls, want 18 (every quote answered by every supplier)", n)
+		}
+	})
+}
+
+// Inbound shedding, by priority and queue time: with one slot held and a
+// line of one, a waiting basket is shed at once when a single quote comes
+// (503 + Retry-After from the handler); the quote waits its target (100
+// ms) and is shed then, at once; with a target longer than its budget it
+// waits until its deadline less the floor (800 - 50 ms), and no longer.
+func TestInboundShedsBasketsFirstAndNobodyWaitsPastItsTarget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := newFake(nil)
+		d := newData(t)
+		s := basketService(t, fake, d, Config{InboundLimit: 1, InboundQueue: &adaptive.Queue{Max: 1, Target: 100 * time.Millisecond}})
+		release, err := s.Admit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		basket := make(chan *httptest.ResponseRecorder, 1)
+		go func() {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodPost, "/api/baskets", strings.NewReader(`{"items":[{"sku":"KB-001","quantity":1}]}`))
+			s.Handler().ServeHTTP(rec, req)
+			basket <- rec
+		}()
+		synctest.Wait()
+		if len(basket) != 0 {
+			t.Fatal("the basket was answered while it should wait in line")
+		}
+		quote := make(chan error, 1)
+		go func() {
+			_, err := s.Quote(t.Context(), kb(1))
+			quote <- err
+		}()
+		synctest.Wait()
+		rec := <-basket
+		if rec.Code != 503 || rec.Header().Get("Retry-After") != "1" || !strings.Contains(rec.Body.String(), "capacity_exhausted") || time.Since(start) != 0 {
+			t.Errorf("the basket when a quote came to a full line: %d %q %s after %v, want 503, Retry-After 1, at once",
+				rec.Code, rec.Header().Get("Retry-After"), rec.Body.String(), time.Since(start))
+		}
+		if err := <-quote; !errors.Is(err, ErrBusy) || time.Since(start) != 100*time.Millisecond {
+			t.Errorf("the quote: %v after %v, want ErrBusy at its 100 ms target", err, time.Since(start))
+		}
+		if fake.TotalCalls() != 0 {
+			t.Errorf("%d supplier calls, want none", fake.TotalCalls())
+		}
+
+		long := newService(t, Config{Transport: fake, InboundLimit: 1, InboundQueue: &adaptive.Queue{Target: 5 * time.Second}})
+		held, _ := long.Admit()
+		start = time.Now()
+		if _, err := long.Quote(t.Context(), kb(1)); !errors.Is(err, ErrBusy) || time.Since(start) != 750*time.Millisecond {
+			t.Errorf("a quote with a 5 s target: %v after %v, want ErrBusy at 750 ms (its 800 ms deadline less the 50 ms floor)", err, time.Since(start))
+		}
+		held()
+		release()
+		if st := s.LimitStats(); st.Inbound.Shed["low"] != 1 || st.Inbound.Shed["high"] != 1 || st.Adaptive {
+			t.Errorf("inbound: %+v, want one basket and one quote shed, no adaptive limits", st)
+		}
+	})
+}
+
+// A 404 and invalid data are answers: their latency is a sample like any
+// other, and they never shrink a limit.
+func TestClientErrorsAreSamplesNotFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := newFake(map[string]reply{"boreal": status(404), "cedar": body(`{"supplier":"cedar"}`)})
+		fake.latency = 50 * time.Millisecond
+		s := newService(t, Config{Transport: fake, NoHedge: true, NoBreaker: true, MaxStale: -1, InboundLimit: 100,
+			Adaptive: &adaptive.Config{Initial: 4, Min: 1, Max: 12, Window: 4}})
+		for range 6 {
+			quotesAtOnce(t, s, 4)
+		}
+		st := s.LimitStats()
+		for _, name := range []string{"atlas", "boreal", "cedar"} {
+			l := st.Suppliers[name]
+			if l.Limit != st.Suppliers["atlas"].Limit || l.Limit <= 4 {
+				t.Errorf("%s after 6 rounds: limit %d (atlas %d), want every supplier grown alike above 4", name, l.Limit, st.Suppliers["atlas"].Limit)
+			}
+			for _, step := range l.History {
+				if step.Reason == "backoff" || step.Reason == "shrink" {
+					t.Errorf("%s: a step %+v; a 404 or invalid data never shrinks a limit", name, step)
+				}
+			}
+		}
+	})
+}
