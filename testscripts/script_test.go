@@ -867,6 +867,12 @@ func cmdChecked(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	gen, err := cli.GeneratedRequired(ts.Getenv("REPO"), l)
 	ts.Check(err)
+	genWheats, err := cli.GeneratedWheats(ts.Getenv("REPO"), l)
+	ts.Check(err)
+	if genWheats > 0 && !strings.Contains(stdout, fmt.Sprintf("): %d of %d passed\n", genWheats, genWheats)) {
+		ts.Fatalf("the generated wheats are not reported %d of %d passed", genWheats, genWheats)
+	}
+	wheats += genWheats
 	score := fmt.Sprintf("mutation score: required %d/%d, bonus %d/%d; wheats passed %d/%d", required, required, bonus, bonus, wheats, wheats)
 	if gen > 0 {
 		score += fmt.Sprintf("; generated %d/%d", gen, gen)

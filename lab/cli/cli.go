@@ -97,3 +97,10 @@ func GeneratedRequired(root string, l course.Lesson) (int, error) {
 	vs, err := mutation.Generated(root, l)
 	return len(vs), err
 }
+
+// GeneratedWheats is how many generated wheats lab check requires an
+// answer to exercise l to pass (for the testscripts).
+func GeneratedWheats(root string, l course.Lesson) (int, error) {
+	vs, err := mutation.GeneratedWheats(root, l)
+	return len(vs), err
+}

@@ -21,12 +21,18 @@ import (
 // exercise (every mutant-graded one when none is named), generate the
 // mutants of its scope, run the reference answer on each N times and write
 // lessons/NN/mutants/generated.txt (reviews of survivors carried over).
-func runKillset(root string, names []string, runs int, stdout, stderr io.Writer) int {
+// With wheats (`lab verify --wheats`), the same for the wheats its
+// allowed.txt allows, into wheats.txt.
+func runKillset(root string, names []string, runs int, wheats bool, stdout, stderr io.Writer) int {
+	flag := "--killset"
+	if wheats {
+		flag = "--wheats"
+	}
 	var lessons []course.Lesson
 	for _, n := range names {
 		l, err := course.ParseExercise(n)
 		if err != nil {
-			fmt.Fprintf(stderr, "lab verify --killset: %v\n", err)
+			fmt.Fprintf(stderr, "lab verify %s: %v\n", flag, err)
 			return 2
 		}
 		lessons = append(lessons, l)
@@ -39,7 +45,7 @@ func runKillset(root string, names []string, runs int, stdout, stderr io.Writer)
 		}
 	}
 	if runs < 3 {
-		fmt.Fprintln(stderr, "lab verify --killset: --runs must be at least 3 (a mutant is required only when the reference fails on it every run)")
+		fmt.Fprintf(stderr, "lab verify %s: --runs must be at least 3 (a mutant is required, and a wheat kept, only when the reference fails, or passes, on it every run)\n", flag)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -47,33 +53,46 @@ func runKillset(root string, names []string, runs int, stdout, stderr io.Writer)
 	code := 0
 	for _, l := range lessons {
 		if l.Method != report.Mutants {
-			fmt.Fprintf(stderr, "lab verify --killset: %s is not graded with mutants\n", l.Exercise())
+			fmt.Fprintf(stderr, "lab verify %s: %s is not graded with mutants\n", flag, l.Exercise())
 			return 2
 		}
 		began := time.Now()
-		prev, err := mutation.ReadGenerated(root, l)
+		read, run, file := mutation.ReadGenerated, mutation.KillSet, mutation.GeneratedFile(l)
+		if wheats {
+			if !mutation.HasAllowed(root, l) {
+				fmt.Fprintf(stderr, "lab verify --wheats: %s has no %s: it allows no change to generate wheats from\n", l.Exercise(), mutation.AllowedFile(l))
+				code = 1
+				continue
+			}
+			read, run, file = mutation.ReadWheats, mutation.WheatSet, mutation.WheatsFile(l)
+		}
+		prev, err := read(root, l)
 		if err != nil {
-			fmt.Fprintf(stderr, "lab verify --killset: %v (its reviews are not carried over)\n", err)
+			fmt.Fprintf(stderr, "lab verify %s: %v (its reviews are not carried over)\n", flag, err)
 			prev = nil
 		}
-		res, err := mutation.KillSet(ctx, grade.Request{Root: root, Lesson: l}, runs, prev, stdout)
+		res, err := run(ctx, grade.Request{Root: root, Lesson: l}, runs, prev, stdout)
 		if err != nil {
-			fmt.Fprintf(stderr, "lab verify --killset %s: %v\n", l.Exercise(), err)
+			fmt.Fprintf(stderr, "lab verify %s %s: %v\n", flag, l.Exercise(), err)
 			code = 1
 			continue
 		}
 		var b bytes.Buffer
 		if err := res.Write(&b); err != nil {
-			fmt.Fprintf(stderr, "lab verify --killset: %v\n", err)
+			fmt.Fprintf(stderr, "lab verify %s: %v\n", flag, err)
 			return 1
 		}
-		out := filepath.Join(root, filepath.FromSlash(mutation.GeneratedFile(l)))
+		out := filepath.Join(root, filepath.FromSlash(file))
 		if err := variant.WriteIfChanged(out, b.Bytes()); err != nil {
-			fmt.Fprintf(stderr, "lab verify --killset: %v\n", err)
+			fmt.Fprintf(stderr, "lab verify %s: %v\n", flag, err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "%s: wrote %s (%.0f s); review each survivor's `review:` line, then go test ./lab/internal/course/\n",
-			l.Exercise(), mutation.GeneratedFile(l), time.Since(began).Seconds())
+		what := "survivor's"
+		if wheats {
+			what = "rejected wheat's"
+		}
+		fmt.Fprintf(stdout, "%s: wrote %s (%.0f s); review each %s `review:` line, then go test ./lab/internal/course/\n",
+			l.Exercise(), file, time.Since(began).Seconds(), what)
 	}
 	return code
 }

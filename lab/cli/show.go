@@ -11,6 +11,7 @@ import (
 
 	"quoteflowlab.dev/lab/internal/course"
 	"quoteflowlab.dev/lab/internal/grade/mutation"
+	"quoteflowlab.dev/lab/internal/report"
 	"quoteflowlab.dev/lab/internal/variant"
 )
 
@@ -72,8 +73,8 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 	return usageError(fs, stderr, "%s has no check %q (its checks: %s)", lesson.Exercise(), pos[1], strings.Join(names, ", "))
 }
 
-// showGenerated shows a generated mutant: what the kill-set run recorded of
-// it, and its edit as a diff.
+// showGenerated shows a generated mutant or wheat: what the kill-set (or
+// wheat) run recorded of it, and its edit as a diff.
 func showGenerated(root string, lesson course.Lesson, name string, stdout, stderr io.Writer) int {
 	m, e, err := mutation.GeneratedMutant(root, lesson, name)
 	if err != nil {
@@ -90,21 +91,25 @@ func showGenerated(root string, lesson course.Lesson, name string, stdout, stder
 		fmt.Fprintf(stderr, "lab show: %v\n", err)
 		return 1
 	}
-	status := "not in " + mutation.GeneratedFile(lesson)
+	what, from, listed := "generated mutant", mutation.ScopeFile(lesson), mutation.GeneratedFile(lesson)
+	if m.Kind == report.Wheat {
+		what, from, listed = "generated wheat", mutation.AllowedFile(lesson), mutation.WheatsFile(lesson)
+	}
+	status := "not in " + listed
 	if e != nil {
 		status = e.Status
 		if e.MergedInto != "" {
 			status += " into " + e.MergedInto
 		}
 	}
-	fmt.Fprintf(stdout, "%s %s (generated mutant, %s): %s at %s\n", lesson.Exercise(), name, status, m.Op, m.Where(lesson.Checkpoint()))
+	fmt.Fprintf(stdout, "%s %s (%s, %s): %s at %s\n", lesson.Exercise(), name, what, status, m.Op, m.Where(lesson.Checkpoint()))
 	if e != nil && e.Says != "" {
 		fmt.Fprintf(stdout, "the reference answer says: %s\n", e.Says)
 	}
 	if e != nil && e.Review != "" {
 		fmt.Fprintf(stdout, "review: %s\n", e.Review)
 	}
-	fmt.Fprintf(stdout, "generated from %s (listed in %s)\n\n", mutation.ScopeFile(lesson), mutation.GeneratedFile(lesson))
+	fmt.Fprintf(stdout, "generated from %s (listed in %s)\n\n", from, listed)
 	stdout.Write(diff.Diff("a/"+m.File, orig, "b/"+m.File, []byte(edited)))
 	return 0
 }

@@ -70,12 +70,15 @@ type verifyResult struct {
 // instructor's run over every checkpoint, answer, starter, mutant and the
 // provider, as groups of the suite's own tests.
 func runVerify(args []string, stdout, stderr io.Writer) int {
-	fset := newFlags("verify", "[--json] [--deep | --docs] [--no-cache] [FILTER...]   (FILTER: run only items whose name contains it, e.g. E14)\n   or: lab verify --killset [--runs N] [ENN...]", stderr)
+	fset := newFlags("verify", "[--json] [--deep | --docs] [--no-cache] [FILTER...]   (FILTER: run only items whose name contains it, e.g. E14)\n   or: lab verify --killset [--runs N] [ENN...]\n   or: lab verify --wheats [--runs N] [ENN...]\n   or: lab verify --weak [--parallel N] [ENN...]", stderr)
 	asJSON := fset.Bool("json", false, "print the results as one JSON document (progress goes to stderr)")
 	noCache := fset.Bool("no-cache", false, "rerun tests whose results go test has cached (go test -count=1)")
 	deep := fset.Bool("deep", false, "also run each checkpoint's own tests against each of its mutants (slower)")
 	killset := fset.Bool("killset", false, "instructor: generate the mutants of each named exercise's scope (every mutant-graded one when none is named), run the reference answer --runs times on each, and write lessons/NN/mutants/generated.txt")
-	runs := fset.Int("runs", 3, "with --killset: runs of the reference answer per generated mutant (at least 3)")
+	wheats := fset.Bool("wheats", false, "instructor: generate the wheats each named exercise's allowed.txt allows (every mutant-graded one when none is named), run the reference answer --runs times on each, and write lessons/NN/mutants/wheats.txt")
+	weak := fset.Bool("weak", false, "instructor: grade each first-order mutant of each named exercise's reference answer with lab check, and list the weak answers among them: those every hand-written check passes and only a generated one rejects (writes nothing)")
+	parallel := fset.Int("parallel", 2, "with --weak: checks at once")
+	runs := fset.Int("runs", 3, "with --killset or --wheats: runs of the reference answer per generated mutant or wheat (at least 3)")
 	recorded := fset.Bool("recorded", false, "with --docs: run only the demos whose inputs changed since they last passed, as "+DocsRecord+" records (CI)")
 	docs := fset.Bool("docs", false, "only check the lesson pages' figures: run each `lab demo` a page shows and compare its figures with the page's, within the tolerances written beside them (a demo whose figures drift is run once more, and that run decides)")
 	filters, code, ok := parseArgs(fset, args)
@@ -86,8 +89,14 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	if *killset {
-		return runKillset(root, filters, *runs, stdout, stderr)
+	if *killset && *wheats {
+		return usageError(fset, stderr, "--killset and --wheats are two runs: give one")
+	}
+	if *weak {
+		return runWeak(root, filters, *parallel, stdout, stderr)
+	}
+	if *killset || *wheats {
+		return runKillset(root, filters, *runs, *wheats, stdout, stderr)
 	}
 	items := verifyItems(root)
 	if *docs {

@@ -98,3 +98,49 @@ func joinKinds() string {
 	}
 	return s
 }
+
+// Every mutant-graded exercise says in allowed.txt what its contract allows
+// to change and where, and wheats.txt holds the last wheat run of the
+// wheats generated from it (lab/internal/mutagen). This test fails when
+// allowed.txt or wheats.txt is missing, when wheats.txt is stale (the
+// generator, allowed.txt, a file it names or the reference answer changed
+// since the run: it says the command that remakes it), when a wheat the
+// reference rejected has no review line (`review: promised: <what the
+// contract promises>`), or when a recorded wheat is no longer generated.
+func TestGeneratedWheatsAreCurrentAndReviewed(t *testing.T) {
+	root := repoRoot(t)
+	for _, l := range course.Lessons {
+		if l.Method != report.Mutants {
+			continue
+		}
+		t.Run(l.Exercise(), func(t *testing.T) {
+			file, remake := mutation.WheatsFile(l), mutation.WheatsCommand(l)
+			if !mutation.HasAllowed(root, l) {
+				t.Fatalf("%s: no %s: say what the contract allows to change and where (CONTRIBUTING.md, \"Generated wheats\")", l.Exercise(), mutation.AllowedFile(l))
+			}
+			res, err := mutation.ReadWheats(root, l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res == nil {
+				t.Fatalf("%s: no %s: run `%s`, then review what the reference rejects", l.Exercise(), file, remake)
+			}
+			covers, err := mutation.WheatsCovers(root, l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Covers != covers || res.Generator != mutagen.Version {
+				t.Errorf("%s is stale: the generator, %s, a file it names or the reference answer (%s) changed since its wheat run; run `%s` and review what it says", file, mutation.AllowedFile(l), l.Reference(), remake)
+			}
+			for _, e := range res.Entries {
+				if e.Status == mutagen.Rejected && !mutagen.WheatReviewed(e.Review) {
+					t.Errorf("%s: %s (%s at %s: %s) was rejected by the reference (%d of %d runs: %s) with no review line: write `review: %s: <what the contract promises that it changes>`, or fix the reference if it pins more than the contract",
+						file, e.Name, e.Op, e.Where, e.Edit, e.Killed, res.Runs, e.Says, mutagen.WheatReviewKind)
+				}
+			}
+			if _, err := mutation.GeneratedWheats(root, l); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

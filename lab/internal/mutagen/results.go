@@ -17,7 +17,17 @@ const (
 	Survivor = "survivor" // the reference passed on it every run: reviewed (Review)
 	Unstable = "unstable" // the reference failed on it in some runs only: not required
 	Hangs    = "hangs"    // the reference did not finish on it in time: not required, reviewed
+
+	// A generated wheat's (wheats.txt).
+	Wheat    = "wheat"    // the reference passed on it every run: every answer must
+	Rejected = "rejected" // the reference failed (or hung) on it in some run: reviewed (WheatReviewKind)
 )
+
+// WheatReviewKind is the verdict of a rejected wheat's review: the contract
+// promises what the change breaks, so it is no wheat ("promised: <what>").
+// A reference that pins more than the contract is fixed instead, and the
+// wheat run made again.
+const WheatReviewKind = "promised"
 
 // Review verdicts for a survivor (a review line reads "<kind>: <reason>").
 var ReviewKinds = []string{
@@ -30,6 +40,7 @@ var ReviewKinds = []string{
 // (generated.txt): what it covers, and one entry per generated mutant.
 type Results struct {
 	Exercise  string
+	Wheats    bool   // generated wheats (wheats.txt), not mutants (generated.txt)
 	Command   string // the command that remakes it
 	Covers    string // Hash of what the run covered
 	Generator string // Version
@@ -113,14 +124,24 @@ func placeOf(where string) string {
 // Write renders r as text (generated.txt).
 func (r *Results) Write(w io.Writer) error {
 	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, "# %s: generated mutants of the code in scope.txt, each run %d times against the reference answer.\n", r.Exercise, r.Runs)
-	fmt.Fprintf(b, "# Written by the kill-set run; edit only the review: lines (a survivor's verdict: %s).\n", strings.Join(ReviewKinds, " | "))
+	if r.Wheats {
+		fmt.Fprintf(b, "# %s: generated wheats, every change allowed.txt allows, each run %d times against the reference answer.\n", r.Exercise, r.Runs)
+		fmt.Fprintf(b, "# Written by the wheat run; edit only the review: lines (a rejected wheat's verdict: %s).\n", WheatReviewKind)
+	} else {
+		fmt.Fprintf(b, "# %s: generated mutants of the code in scope.txt, each run %d times against the reference answer.\n", r.Exercise, r.Runs)
+		fmt.Fprintf(b, "# Written by the kill-set run; edit only the review: lines (a survivor's verdict: %s).\n", strings.Join(ReviewKinds, " | "))
+	}
 	fmt.Fprintf(b, "# Remake: %s\n", r.Command)
 	fmt.Fprintf(b, "covers: %s\n", r.Covers)
 	fmt.Fprintf(b, "generator: %s\n", r.Generator)
 	fmt.Fprintf(b, "runs: %d\n", r.Runs)
-	fmt.Fprintf(b, "counts: %d generated, %d did not compile (dropped); %d required, %d merged into them, %d survivors, %d unstable, %d hang\n",
-		len(r.Entries)+r.Dropped, r.Dropped, r.Count(Required), r.Count(Merged), r.Count(Survivor), r.Count(Unstable), r.Count(Hangs))
+	if r.Wheats {
+		fmt.Fprintf(b, "counts: %d generated, %d did not compile (dropped); %d wheats, %d rejected\n",
+			len(r.Entries)+r.Dropped, r.Dropped, r.Count(Wheat), r.Count(Rejected))
+	} else {
+		fmt.Fprintf(b, "counts: %d generated, %d did not compile (dropped); %d required, %d merged into them, %d survivors, %d unstable, %d hang\n",
+			len(r.Entries)+r.Dropped, r.Dropped, r.Count(Required), r.Count(Merged), r.Count(Survivor), r.Count(Unstable), r.Count(Hangs))
+	}
 	for _, e := range r.Entries {
 		status := e.Status
 		if e.Status == Merged {
@@ -130,11 +151,15 @@ func (r *Results) Write(w io.Writer) error {
 		fmt.Fprintf(b, "\top: %s\n", e.Op)
 		fmt.Fprintf(b, "\tat: %s\n", e.Where)
 		fmt.Fprintf(b, "\tedit: %s\n", e.Edit)
-		fmt.Fprintf(b, "\tkilled: %d/%d\n", e.Killed, r.Runs)
+		if r.Wheats {
+			fmt.Fprintf(b, "\tfailed: %d/%d\n", e.Killed, r.Runs)
+		} else {
+			fmt.Fprintf(b, "\tkilled: %d/%d\n", e.Killed, r.Runs)
+		}
 		if e.Says != "" {
 			fmt.Fprintf(b, "\tsays: %s\n", e.Says)
 		}
-		if e.Review != "" || e.Status == Survivor || e.Status == Hangs || e.Status == Unstable {
+		if e.Review != "" || e.Status == Survivor || e.Status == Hangs || e.Status == Unstable || e.Status == Rejected {
 			fmt.Fprintf(b, "\treview: %s\n", e.Review)
 		}
 	}
@@ -169,7 +194,7 @@ func ParseResults(text string) (*Results, error) {
 				cur.Where = val
 			case "edit":
 				cur.Edit = val
-			case "killed":
+			case "killed", "failed":
 				k, _, _ := strings.Cut(val, "/")
 				cur.Killed, _ = strconv.Atoi(k)
 			case "says":
@@ -204,7 +229,7 @@ func ParseResults(text string) (*Results, error) {
 			if into, ok := strings.CutPrefix(val, Merged+" into "); ok {
 				e.Status, e.MergedInto = Merged, into
 			}
-			if !slices.Contains([]string{Required, Merged, Survivor, Unstable, Hangs}, e.Status) {
+			if !slices.Contains([]string{Required, Merged, Survivor, Unstable, Hangs, Wheat, Rejected}, e.Status) {
 				return nil, fmt.Errorf("line %d: %s: unknown status %q", n, key, val)
 			}
 			r.Entries = append(r.Entries, e)
@@ -224,4 +249,11 @@ func ReviewKind(review string) string {
 		return ""
 	}
 	return strings.TrimSpace(kind)
+}
+
+// WheatReviewed reports whether a rejected wheat's review line gives its
+// verdict (WheatReviewKind) and a reason.
+func WheatReviewed(review string) bool {
+	kind, reason, ok := strings.Cut(review, ":")
+	return ok && strings.TrimSpace(kind) == WheatReviewKind && strings.TrimSpace(reason) != ""
 }

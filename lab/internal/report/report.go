@@ -245,7 +245,7 @@ func (r *Report) SetMaxStarved(v float64) {
 // many there are.
 func (r *Report) GeneratedCounts() (caught, n int) {
 	for _, p := range r.Properties {
-		if p.Generated != nil {
+		if p.Generated != nil && p.Kind == Mutant {
 			n++
 			if p.OK {
 				caught++

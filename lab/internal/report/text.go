@@ -71,9 +71,11 @@ func (r *Report) writeReference(w io.Writer, ref *Run) {
 }
 
 func (r *Report) writeProperties(w io.Writer) {
-	var muts, gen, wheats, measured []Prop
+	var muts, gen, genWheats, wheats, measured []Prop
 	for _, p := range r.Properties {
 		switch {
+		case p.Generated != nil && p.Kind == Wheat:
+			genWheats = append(genWheats, p)
 		case p.Generated != nil:
 			gen = append(gen, p)
 		case p.Kind == Wheat:
@@ -103,6 +105,9 @@ func (r *Report) writeProperties(w io.Writer) {
 			fmt.Fprintf(w, "wheats (each is %s changed in a way the contract allows; the answer must pass on every one):\n", r.Checkpoint)
 		}
 		writeProps(w, wheats)
+	}
+	if len(genWheats) > 0 {
+		writeGeneratedWheats(w, genWheats, notRun)
 	}
 	if len(measured) > 0 {
 		fmt.Fprintln(w, "properties:")
@@ -162,6 +167,38 @@ func writeGenerated(w io.Writer, gen []Prop, notRun bool) {
 			}
 			fmt.Fprintf(w, "%23s%s\n", "", line)
 		}
+		if p.Detail != "" {
+			Indent(w, strings.Repeat(" ", 23)+"> ", p.Detail)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// writeGeneratedWheats shows the generated wheats as one group: how many
+// passed, and each one the answer failed on, with what it changes.
+func writeGeneratedWheats(w io.Writer, gen []Prop, notRun bool) {
+	passed, run := 0, 0
+	var bad []Prop
+	for _, p := range gen {
+		if p.OK {
+			passed++
+		}
+		if p.Status != NotRun {
+			run++
+		}
+		if !p.OK && p.Status != NotRun {
+			bad = append(bad, p)
+		}
+	}
+	if notRun || run == 0 {
+		fmt.Fprintf(w, "generated wheats: %d, not run yet: they run with the generated mutants\n\n", len(gen))
+		return
+	}
+	fmt.Fprintf(w, "generated wheats (every change the contract allows where it allows it, on which the reference answer passes): %d of %d passed\n", passed, len(gen))
+	for _, p := range bad {
+		g := p.Generated
+		fmt.Fprintf(w, "  %-10s %-14s %s\n", StatusWord(p), g.Op, p.Name)
+		fmt.Fprintf(w, "%23sat %s: %s\n", "", g.Where, g.Edit)
 		if p.Detail != "" {
 			Indent(w, strings.Repeat(" ", 23)+"> ", p.Detail)
 		}

@@ -24,8 +24,9 @@ var (
 	fanoutProps    = []string{"fanout_json", "fanout_header", "fanout_shrinking", "fanout_budget_cut", "fanout_elapsed_honest", "fanout_model"}
 )
 
-// randomFanoutRuns is how many fanout runs of random parameters each grading adds.
-const randomFanoutRuns = 1
+// randomFanoutRuns is how many fanout runs drawn from its classes each
+// grading adds (randomFanouts): one per class of where the budget ends.
+const randomFanoutRuns = fanoutClasses
 
 // fanoutWork is the partner's work per call: fanout calls BASE/budget?ms=200.
 const fanoutWork = 200.0

@@ -17,7 +17,8 @@ import (
 // at one aspect each (a phase, a read limit, a wait); the model looks at
 // every field of every run, so a field no property is named after is still
 // checked. The fixed runs put each parameter on both sides of each boundary;
-// a seeded random set of parameter combinations is checked the same way.
+// cases drawn from every class of each tool's input space (gen.go) are
+// checked the same way.
 
 // A model compares the fields of one tool run with the grader's model.
 type model struct {

@@ -64,13 +64,49 @@ func (l *lab) watchArrivals(ctx context.Context, key string, done <-chan struct{
 	}
 }
 
-// randomFanouts draws n fanout runs.
+// Fanout's drawn classes: where the budget ends against the partner's
+// 200 ms of work per call. Each grading deals every class once (a deck),
+// with --n (1, 2-3, 4-5) and --connect (left to its default, short, long)
+// dealt from decks of their own, and the budget drawn inside its class
+// at least 30 ms from every call's end, where the outcome changes.
+const (
+	fanoutFirstCut = iota // under one call's work: the first call is sent and cut
+	fanoutCutMid          // ends inside a later call: it is cut, the rest not sent
+	fanoutAllFit          // every call answered, with time to spare
+	fanoutClasses
+)
+
+// randomFanouts draws n fanout runs, stratified (above).
 func randomFanouts(r *rand.Rand, n int) map[string]*fanned {
 	out := map[string]*fanned{}
+	budgets, ns, connects := deck(r, fanoutClasses, n), deck(r, 3, n), deck(r, 3, n)
 	for i := range n {
-		c := &fanned{budget: float64(300 + r.IntN(1000)), n: 2 + r.IntN(4)}
-		if r.IntN(2) == 0 {
-			c.connect = float64(2+r.IntN(9)) / 10
+		c := &fanned{}
+		switch ns[i] {
+		case 0:
+			c.n = 1
+		case 1:
+			c.n = 2 + r.IntN(2)
+		default:
+			c.n = 4 + r.IntN(2)
+		}
+		switch budgets[i] {
+		case fanoutFirstCut:
+			c.budget = float64(60 + r.IntN(110)) // 60-169 ms
+		case fanoutCutMid:
+			if c.n == 1 {
+				c.n = 2 // a later call needs one before it
+			}
+			k := 1 + r.IntN(c.n-1) // calls answered before the cut
+			c.budget = float64(k)*fanoutWork + float64(30+r.IntN(141))
+		default:
+			c.budget = float64(c.n)*fanoutWork + float64(300+r.IntN(301))
+		}
+		switch connects[i] {
+		case 1:
+			c.connect = float64(2+r.IntN(4)) / 10 // 0.2-0.5 s
+		case 2:
+			c.connect = float64(10+r.IntN(11)) / 10 // 1-2 s
 		}
 		out[fmt.Sprintf("random%d", i)] = c
 	}

@@ -1,6 +1,7 @@
 package measured
 
 import (
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -62,6 +63,37 @@ func TestDrawsCoverEveryClass(t *testing.T) {
 		for name, j := range drawWaitJobs(r(streamRetry)) {
 			if left := float64(j.budgetMS - j.minMS); j.base() <= left || left/j.base() < 0.75 {
 				t.Errorf("seed %d: %s: cap %.0f against %.0f ms left: a cap-decider must never wait, a correct tool mostly must", seed, name, j.base(), left)
+			}
+		}
+
+		// fanout: the budget under one call's work, ending inside a later
+		// call, and leaving every call time to spare; --connect left out,
+		// short and long; each budget at least 30 ms from a call's end.
+		fan := map[string]bool{}
+		for name, c := range randomFanouts(r(streamFanout), randomFanoutRuns) {
+			switch w := c.budget; {
+			case w < fanoutWork:
+				fan["first cut"] = true
+			case w > float64(c.n)*fanoutWork+250:
+				fan["all fit"] = true
+			case c.n >= 2:
+				fan["cut mid"] = true
+			}
+			if end := math.Mod(c.budget, fanoutWork); c.budget < float64(c.n)*fanoutWork && (end < 30 || end > fanoutWork-30) {
+				t.Errorf("seed %d: %s %s ends %.0f ms into a call: too near a call's end to be certain", seed, name, c, end)
+			}
+			switch {
+			case c.connect == 0:
+				fan["connect default"] = true
+			case c.connect < 1:
+				fan["connect short"] = true
+			default:
+				fan["connect long"] = true
+			}
+		}
+		for _, k := range []string{"first cut", "cut mid", "all fit", "connect default", "connect short", "connect long"} {
+			if !fan[k] {
+				t.Errorf("seed %d: no fanout draw of class %q (%v)", seed, k, fan)
 			}
 		}
 

@@ -67,7 +67,7 @@ var specs = []spec{
 	{"fanout_budget_cut", "a fanout that runs out of budget (500 ms, four calls of 200 ms) must cut the call it cannot finish (never read an answer after its budget: up to 100 ms late is a timing miss, more a failure) and send none with nothing left, ending within 1200 ms", "", true},
 	{"fanout_elapsed_honest", "fanout's elapsed_ms must agree with the grader's clock and the partner's: each call at most the process's wall time, together at most that (+2 ms) and at least half of it less 300 ms, and no answered call under the partner's 200 ms", "", true},
 
-	{"fanout_model", "every field of every fanout run (a budget that fits the calls, one that runs out, --connect left to its default, and a seeded random set) must be what the contract makes of that run: each call's sent_budget_ms the budget left by the grader's clock from the tool's start to the call's arrival, received what the partner echoed, elapsed_ms within the partner's work and the run", "", true},
+	{"fanout_model", "every field of every fanout run (a budget that fits the calls, one that runs out, and one drawn from each class of where the budget ends: under the first call's work, inside a later call, past every call; --connect left out, short and long) must be what the contract makes of that run: each call's sent_budget_ms the budget left by the grader's clock from the tool's start to the call's arrival, received what the partner echoed, elapsed_ms within the partner's work and the run", "", true},
 
 	{"build_probe", "probe/ must build with go build", "", true},
 	{"probe_rows", `probe must print three rows {"kind","target","elapsed_ms","error"} (a JSON array, or an object with them in "rows"): refused, connect_timeout, read_timeout`, "", true},

@@ -912,7 +912,7 @@ func (c *checker) decide() {
 		r.Next = "close what keeps the machine busy (or wait for it), then run `" + again + "` again"
 	case genNotRun > 0:
 		r.Verdict = report.Failed
-		r.Summary = fmt.Sprintf("%d generated mutant(s) were not run, so the check is not complete.", genNotRun)
+		r.Summary = fmt.Sprintf("%d generated mutant(s) or wheat(s) were not run, so the check is not complete.", genNotRun)
 		r.Next = "run `" + again + "` again"
 	default:
 		r.Verdict = report.Passed

@@ -12,7 +12,8 @@ import (
 )
 
 // withGenerated appends the lesson's generated required mutants (see
-// Generated) to the hand-written checks vs, and returns them with how many
+// Generated) and generated wheats (GeneratedWheats) to the hand-written
+// checks vs, and returns them with how many
 // of them are hand-written: those come first and run first. With --only,
 // a generated mutant is kept only when it is the one named. A lesson whose
 // generated.txt cannot be used gets a note and is checked on its
@@ -24,7 +25,11 @@ func withGenerated(r *report.Report, o grade.Request, vs []variant.Variant) ([]v
 		r.Notes = append(r.Notes, "the generated mutants were not run (a course bug, not your miss): "+err.Error())
 		return vs, hand
 	}
-	for _, v := range gen {
+	wheats, err := GeneratedWheats(o.Root, o.Lesson)
+	if err != nil {
+		r.Notes = append(r.Notes, "the generated wheats were not run (a course bug, not your fault): "+err.Error())
+	}
+	for _, v := range append(gen, wheats...) {
 		if o.Only == "" || v.Name == o.Only {
 			vs = append(vs, v)
 		}
@@ -77,6 +82,8 @@ func generatedVerdict(r *report.Report) (missed []string, notRun int) {
 		switch {
 		case p.Status == report.NotRun:
 			notRun++
+		case p.Kind != report.Mutant:
+			// a generated wheat failed: decide counts it with the wheats
 		case !p.OK && p.Status != report.NotViable && p.Status != report.Busy && !strings.HasPrefix(p.Detail, "flaky:"):
 			missed = append(missed, fmt.Sprintf("%s (%s at %s)", p.Name, p.Generated.Op, p.Generated.Where))
 		}

@@ -214,9 +214,10 @@ func PropertyOf(rows []MessageRow, e mutagen.Entry) string {
 	return ""
 }
 
-// GeneratedMutant returns the generated mutant named name (any of the
-// lesson's scope, required or not) and its entry in generated.txt when it
-// has one.
+// GeneratedMutant returns the generated mutant or wheat named name (any
+// of the lesson's scope or allowed.txt, required or not) and its entry in
+// generated.txt or wheats.txt when it has one; a wheat's Kind is
+// report.Wheat.
 func GeneratedMutant(root string, l course.Lesson, name string) (mutagen.Mutant, *mutagen.Entry, error) {
 	s, err := mutagen.ReadScope(root, ScopeFile(l))
 	if err != nil {
@@ -240,5 +241,23 @@ func GeneratedMutant(root string, l course.Lesson, name string) (mutagen.Mutant,
 		}
 		return m, nil, nil
 	}
-	return mutagen.Mutant{}, nil, fmt.Errorf("%s has no generated mutant %q", l.Exercise(), name)
+	ws, err := generatedWheats(root, l)
+	if err != nil {
+		return mutagen.Mutant{}, nil, err
+	}
+	for _, w := range ws {
+		if w.Name != name {
+			continue
+		}
+		w.Exercise = l.Exercise()
+		res, err := ReadWheats(root, l)
+		if err != nil || res == nil {
+			return w, nil, err
+		}
+		if e, ok := res.Entry(name); ok {
+			return w, &e, nil
+		}
+		return w, nil, nil
+	}
+	return mutagen.Mutant{}, nil, fmt.Errorf("%s has no generated mutant or wheat %q", l.Exercise(), name)
 }

@@ -49,6 +49,9 @@ func (g *Grader) Accept(req grade.Request) error {
 		if gen, err := Generated(req.Root, l); err == nil {
 			generated = slices.ContainsFunc(gen, func(v variant.Variant) bool { return v.Name == req.Only })
 		}
+		if ws, err := GeneratedWheats(req.Root, l); err == nil && !generated {
+			generated = slices.ContainsFunc(ws, func(v variant.Variant) bool { return v.Name == req.Only })
+		}
 		if !slices.Contains(names, req.Only) && !generated {
 			return fmt.Errorf("--only %s: %s has no mutant or wheat of that name (its checks: %s)", req.Only, l.Exercise(), strings.Join(names, ", "))
 		}

@@ -71,7 +71,64 @@ func KillSet(ctx context.Context, req grade.Request, runs int, prev *mutagen.Res
 	if err != nil {
 		return nil, err
 	}
+	outs, err := runSet(ctx, o, ms, runs, log)
+	if err != nil {
+		return nil, err
+	}
 
+	res := &mutagen.Results{Exercise: l.Exercise(), Command: KillSetCommand(l), Covers: covers, Generator: mutagen.Version, Runs: runs, Dropped: len(dropped)}
+	type place struct{ fn, says string }
+	first := map[place]string{}
+	for i, m := range ms {
+		o := outs[i]
+		e := mutagen.Entry{Name: m.Name, Op: m.Op, Where: m.Where(l.Checkpoint()), Edit: m.Edit(), Killed: o.killed}
+		e.Says = mostSaid(o.says)
+		switch {
+		case o.killed == runs || o.killed+o.busy == runs && sameWords(o.busyLines, o.busy):
+			e.Status = mutagen.Required
+			p := place{m.File + " " + m.Func, e.Says}
+			if rep, ok := first[p]; ok {
+				e.Status, e.MergedInto = mutagen.Merged, rep
+			} else {
+				first[p] = m.Name
+			}
+		case o.hung > 0 && o.killed == 0:
+			e.Status = mutagen.Hangs
+		case o.killed == 0 && o.busy == 0:
+			e.Status = mutagen.Survivor
+		default:
+			e.Status = mutagen.Unstable
+			e.Review = fmt.Sprintf("killed in %d of %d runs", o.killed, runs)
+			if o.busy > 0 {
+				e.Review += fmt.Sprintf(" (%d failed on a timing check while the machine held it back, %d times running: run the kill-set again on a quieter machine)", o.busy, killsetRetries+1)
+			}
+			e.Review += ": not required"
+		}
+		if e.Status == mutagen.Survivor || e.Status == mutagen.Hangs {
+			e.Review = prev.ReviewFor(e)
+		}
+		res.Entries = append(res.Entries, e)
+	}
+	fmt.Fprintf(log, "%s: %d required (+%d merged into them), %d survivors, %d unstable, %d hang; %.0f s in all\n",
+		l.Exercise(), res.Count(mutagen.Required), res.Count(mutagen.Merged), res.Count(mutagen.Survivor), res.Count(mutagen.Unstable), res.Count(mutagen.Hangs), time.Since(start).Seconds())
+	return res, nil
+}
+
+// outcome is what the reference did on one generated mutant or wheat over
+// a set's runs.
+type outcome struct {
+	killed, hung, busy int
+	says               map[string]int
+	busyLines          map[string]int // timing failures while held back: their lines, ports aside
+}
+
+// runSet builds ms (mutants or wheats) into one schema with the reference
+// answer o.Answer, checks that the reference passes on the correct
+// checkpoint runs times, and runs it runs times on each of ms, a few at a
+// time in a random order, under the busy-machine rule.
+func runSet(ctx context.Context, o grade.Request, ms []mutagen.Mutant, runs int, log io.Writer) ([]outcome, error) {
+	l := o.Lesson
+	var err error
 	r := report.Report{Exercise: l.Exercise(), Method: report.Mutants}
 	mon := o.Monitor
 	if mon == nil {
@@ -97,6 +154,7 @@ func KillSet(ctx context.Context, req grade.Request, runs int, prev *mutagen.Res
 	for i, m := range ms {
 		vs[i] = m.Variant
 		vs[i].Exercise = l.Exercise()
+		vs[i].Kind = report.Mutant // a wheat too: built into the schema the same way
 	}
 	built := time.Now()
 	b, err := c.prepare(ctx, vs)
@@ -107,7 +165,7 @@ func KillSet(ctx context.Context, req grade.Request, runs int, prev *mutagen.Res
 		return nil, fmt.Errorf("the reference answer does not build with the schema:\n%s", buildOutput(b.mainRes))
 	}
 	c.buildOwn(ctx, b, vs)
-	fmt.Fprintf(log, "%s: built in %.1f s (%d mutants need a build of their own)\n", l.Exercise(), time.Since(built).Seconds(), len(b.own))
+	fmt.Fprintf(log, "%s: built in %.1f s (%d need a build of their own)\n", l.Exercise(), time.Since(built).Seconds(), len(b.own))
 	for i := range runs {
 		res, busy := c.run(ctx, "the correct checkpoint", b.main, b.referenceEnv())
 		if !res.OK() && !busy {
@@ -115,11 +173,6 @@ func KillSet(ctx context.Context, req grade.Request, runs int, prev *mutagen.Res
 		}
 	}
 
-	type outcome struct {
-		killed, hung, busy int
-		says               map[string]int
-		busyLines          map[string]int // timing failures while held back: their lines, ports aside
-	}
 	outs := make([]outcome, len(ms))
 	for i := range outs {
 		outs[i].says, outs[i].busyLines = map[string]int{}, map[string]int{}
@@ -186,43 +239,7 @@ func KillSet(ctx context.Context, req grade.Request, runs int, prev *mutagen.Res
 	if len(c.tampered) > 0 {
 		return nil, errors.New(c.guard.Tampered("the reference answer", c.tampered))
 	}
-
-	res := &mutagen.Results{Exercise: l.Exercise(), Command: KillSetCommand(l), Covers: covers, Generator: mutagen.Version, Runs: runs, Dropped: len(dropped)}
-	type place struct{ fn, says string }
-	first := map[place]string{}
-	for i, m := range ms {
-		o := outs[i]
-		e := mutagen.Entry{Name: m.Name, Op: m.Op, Where: m.Where(l.Checkpoint()), Edit: m.Edit(), Killed: o.killed}
-		e.Says = mostSaid(o.says)
-		switch {
-		case o.killed == runs || o.killed+o.busy == runs && sameWords(o.busyLines, o.busy):
-			e.Status = mutagen.Required
-			p := place{m.File + " " + m.Func, e.Says}
-			if rep, ok := first[p]; ok {
-				e.Status, e.MergedInto = mutagen.Merged, rep
-			} else {
-				first[p] = m.Name
-			}
-		case o.hung > 0 && o.killed == 0:
-			e.Status = mutagen.Hangs
-		case o.killed == 0 && o.busy == 0:
-			e.Status = mutagen.Survivor
-		default:
-			e.Status = mutagen.Unstable
-			e.Review = fmt.Sprintf("killed in %d of %d runs", o.killed, runs)
-			if o.busy > 0 {
-				e.Review += fmt.Sprintf(" (%d failed on a timing check while the machine held it back, %d times running: run the kill-set again on a quieter machine)", o.busy, killsetRetries+1)
-			}
-			e.Review += ": not required"
-		}
-		if e.Status == mutagen.Survivor || e.Status == mutagen.Hangs {
-			e.Review = prev.ReviewFor(e)
-		}
-		res.Entries = append(res.Entries, e)
-	}
-	fmt.Fprintf(log, "%s: %d required (+%d merged into them), %d survivors, %d unstable, %d hang; %.0f s in all\n",
-		l.Exercise(), res.Count(mutagen.Required), res.Count(mutagen.Merged), res.Count(mutagen.Survivor), res.Count(mutagen.Unstable), res.Count(mutagen.Hangs), time.Since(start).Seconds())
-	return res, nil
+	return outs, nil
 }
 
 // sameWords: the timing failures of runs the machine held back, busy of
