@@ -249,6 +249,14 @@ func (l *Limit) step() bool {
 	return st.Limit != before
 }
 
+// Failing reports whether the Limit's last step was a backoff: its calls
+// fail, it is not only busy.
+func (l *Limit) Failing() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.history) > 0 && l.history[len(l.history)-1].Reason == "backoff"
+}
+
 // History returns the Limit's last steps, oldest first.
 func (l *Limit) History() []Step {
 	l.mu.Lock()

@@ -86,10 +86,13 @@ func TestFailuresBackOffToTheMinimumAndGrowthStopsAtTheMaximum(t *testing.T) {
 	if want := []int{8, 6, 5, 4, 3, 2, 2, 2}; !slices.Equal(got, want) {
 		t.Errorf("a failure in every window: %v, want %v", got, want)
 	}
-	if h := l.History(); h[len(h)-1].Reason != "backoff" || h[len(h)-1].Drops != 1 {
-		t.Errorf("the last step: %+v, want backoff with 1 drop", h[len(h)-1])
+	if h := l.History(); h[len(h)-1].Reason != "backoff" || h[len(h)-1].Drops != 1 || !l.Failing() {
+		t.Errorf("the last step: %+v (Failing %v), want backoff with 1 drop, failing", h[len(h)-1], l.Failing())
 	}
 	got = busy(l, 10*time.Millisecond, 16)
+	if l.Failing() {
+		t.Error("Failing after windows without a failure, want not")
+	}
 	if got[len(got)-1] != 14 || slices.Max(got) != 14 {
 		t.Errorf("at the baseline for 16 windows: %v, want it to reach 14 and no more", got)
 	}

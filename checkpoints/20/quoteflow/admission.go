@@ -38,18 +38,26 @@ func (s *Service) Admit() (release func(), err error) {
 // line's target and never past ctx's deadline minus the floor: when it is
 // shed (the line full of requests at least as important, its wait over, no
 // time left) it gets ErrBusy at once, answered 503 with Retry-After.
-func (s *Service) admit(ctx context.Context, p adaptive.Priority) (release func(), err error) {
+// release returns the slot and tells an adaptive inbound limit how the
+// request went (adaptive.Ignore: nothing).
+func (s *Service) admit(ctx context.Context, p adaptive.Priority) (release func(adaptive.Outcome), err error) {
+	var tok *adaptive.Token
 	if !s.inboundQueue {
-		return s.Admit()
+		t, ok := s.inbound.TryAcquire(adaptive.High)
+		if !ok {
+			return nil, ErrBusy
+		}
+		tok = t
+	} else {
+		tok, err = s.inbound.Acquire(ctx, p)
+		if errors.Is(err, adaptive.ErrShed) {
+			return nil, fmt.Errorf("%w: %w", ErrBusy, err)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	tok, err := s.inbound.Acquire(ctx, p)
-	if errors.Is(err, adaptive.ErrShed) {
-		return nil, fmt.Errorf("%w: %w", ErrBusy, err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return func() { tok.Done(adaptive.Ignore) }, nil
+	return tok.Done, nil
 }
 
 // ActiveRequests is the number of inbound slots taken now.

@@ -140,7 +140,7 @@ func (s *Service) BasketOnce(ctx context.Context, req BasketRequest, key string)
 	if err != nil {
 		return Basket{}, err
 	}
-	defer release()
+	defer release(adaptive.Ignore)        // a basket's latency is its lines', no sample of a quote's
 	ctx = withPriority(ctx, adaptive.Low) // and so do its lines
 	started := arrived
 	deadline := started.Add(s.basket.Deadline)

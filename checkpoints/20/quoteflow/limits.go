@@ -20,10 +20,28 @@ func (s *Service) setLimits(cfg Config) error {
 		q.Reserve = s.minAttempt
 		s.inboundQueue = true
 	}
-	s.inbound = adaptive.NewLimiter(adaptive.Fixed(inbound), q)
 	if cfg.Adaptive == nil {
+		s.inbound = adaptive.NewLimiter(adaptive.Fixed(inbound), q)
 		return nil
 	}
+	// With adaptive limits the inbound limit adapts too, from the quotes'
+	// latency and from quotes a supplier's line shed a call of: a quote
+	// needs every supplier, so the right number of quotes at once is what
+	// the tightest supplier serves, and the rest are better answered 503 at
+	// once, whole, than let in to come back with a part missing. It
+	// takes the suppliers' settings; InboundLimit, when set, is its
+	// maximum and its start.
+	in := *cfg.Adaptive
+	if cfg.InboundLimit > 0 {
+		in.Max, in.Initial = cfg.InboundLimit, cfg.InboundLimit
+		in.Min = min(cmp.Or(in.Min, adaptive.DefaultMin), in.Max)
+	}
+	il, err := adaptive.New(in)
+	if err != nil {
+		return err
+	}
+	s.inbound = adaptive.NewLimiter(il, q)
+	s.inboundAdapts = true
 	s.limits = make(map[string]*adaptive.Limiter, len(suppliers))
 	for _, name := range suppliers {
 		l, err := adaptive.New(*cfg.Adaptive)
@@ -106,6 +124,31 @@ func limitOutcome(ctx context.Context, o outcome) adaptive.Outcome {
 	return adaptive.Ignore
 }
 
+// quoteOutcome is what a finished quote tells the inbound limit. One whose
+// call was shed by the line of a supplier that is busy (its limit's last
+// step no backoff) is a failure: more quotes were let in than that
+// supplier serves. Otherwise one that some supplier answered is a sample
+// of its latency, whatever the others did (a supplier that fails is no
+// sign of too many quotes at once). A quote no supplier answered (all
+// failed, or were shed by failing suppliers' lines) says nothing: its
+// latency is no supplier's; nor does one its client gave up on.
+func (s *Service) quoteOutcome(ctx context.Context, outcomes []outcome) adaptive.Outcome {
+	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return adaptive.Ignore
+	}
+	said := adaptive.Ignore
+	for i, o := range outcomes {
+		l := s.limits[suppliers[i]]
+		switch {
+		case o.code == CodeShed && l != nil && !l.Limit().Failing():
+			return adaptive.Dropped
+		case limitOutcome(ctx, o) == adaptive.Success:
+			said = adaptive.Success
+		}
+	}
+	return said
+}
+
 // SupplierLimit is one supplier's adaptive limit on GET /api/limits.
 type SupplierLimit struct {
 	adaptive.Stats
@@ -117,12 +160,16 @@ type SupplierLimit struct {
 type LimitStats struct {
 	Adaptive  bool                     `json:"adaptive"`
 	Suppliers map[string]SupplierLimit `json:"suppliers"`
-	Inbound   adaptive.Stats           `json:"inbound"`
+	Inbound   SupplierLimit            `json:"inbound"` // adaptive too with Config.Adaptive, fixed without
 }
 
 // LimitStats reports the limits now.
 func (s *Service) LimitStats() LimitStats {
-	out := LimitStats{Adaptive: s.limits != nil, Suppliers: map[string]SupplierLimit{}, Inbound: s.inbound.Stats()}
+	out := LimitStats{Adaptive: s.limits != nil, Suppliers: map[string]SupplierLimit{},
+		Inbound: SupplierLimit{Stats: s.inbound.Stats(), History: []adaptive.Step{}}}
+	if s.inboundAdapts {
+		out.Inbound.History = s.inbound.Limit().History()
+	}
 	for name, l := range s.limits {
 		out.Suppliers[name] = SupplierLimit{Stats: l.Stats(), History: l.Limit().History()}
 	}

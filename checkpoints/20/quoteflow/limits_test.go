@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -159,6 +160,65 @@ func TestClientErrorsAreSamplesNotFailures(t *testing.T) {
 					t.Errorf("%s: a step %+v; a 404 or invalid data never shrinks a limit", name, step)
 				}
 			}
+		}
+	})
+}
+
+// With adaptive limits the inbound limit adapts too, to whole quotes: a
+// supplier that fails at once (boreal's 503s) is no sign of too many quotes
+// at once, so while atlas and cedar answer at their baseline it grows; a
+// quote no supplier answered is no sample (its latency is nobody's); when
+// a supplier's line sheds a quote's call (limits of 2, 8 quotes at once),
+// it backs off, and the quotes it no longer lets in are refused whole, at
+// once, instead of coming back with a price missing.
+func TestTheInboundLimitAdaptsToWholeQuotes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := newFake(map[string]reply{"boreal": status(503)})
+		fake.latency = 50 * time.Millisecond
+		s := newService(t, Config{Transport: fake, NoHedge: true, NoBreaker: true, MaxStale: -1,
+			Adaptive: &adaptive.Config{Initial: 4, Min: 1, Max: 12, Window: 4}})
+		for range 6 {
+			quotesAtOnce(t, s, 4)
+		}
+		if in := s.LimitStats().Inbound; in.Limit <= 4 || in.Max != 12 || len(in.History) < 2 {
+			t.Errorf("inbound after 6 rounds of 4 quotes, boreal failing at once: %+v, want above its start of 4, up to 12", in)
+		}
+
+		fake = newFake(map[string]reply{"atlas": status(503), "boreal": status(503), "cedar": status(503)})
+		s = newService(t, Config{Transport: fake, NoHedge: true, NoBreaker: true, MaxStale: -1,
+			Adaptive: &adaptive.Config{Initial: 4, Min: 1, Max: 12, Window: 4}})
+		for range 6 {
+			quotesAtOnce(t, s, 4)
+		}
+		if in := s.LimitStats().Inbound; in.Limit != 4 || len(in.History) != 1 {
+			t.Errorf("inbound after 6 rounds of 4 quotes no supplier answered (503 at once): %+v, want 4 and no step (no sample)", in)
+		}
+
+		fake = newFake(nil)
+		fake.latency = 50 * time.Millisecond
+		s = newService(t, Config{Transport: fake, NoHedge: true, NoBreaker: true, MaxStale: -1, InboundLimit: 8,
+			Adaptive:      &adaptive.Config{Initial: 2, Min: 2, Max: 2, Window: 4},
+			SupplierQueue: adaptive.Queue{Target: 10 * time.Millisecond}})
+		quotesAtOnce(t, s, 8)
+		in := s.LimitStats().Inbound
+		backoff := slices.ContainsFunc(in.History, func(st adaptive.Step) bool { return st.Reason == "backoff" })
+		if in.Limit >= 8 || !backoff {
+			t.Errorf("inbound after 8 quotes at once with each supplier's line shedding: %+v, want backed off from 8", in)
+		}
+		var wg sync.WaitGroup
+		busy := make([]bool, 8)
+		for i := range busy {
+			wg.Go(func() { _, err := s.Quote(t.Context(), kb(1)); busy[i] = errors.Is(err, ErrBusy) })
+		}
+		wg.Wait()
+		refused := 0
+		for _, b := range busy {
+			if b {
+				refused++
+			}
+		}
+		if refused != 8-in.Limit {
+			t.Errorf("8 quotes at once with an inbound limit of %d: %d refused (ErrBusy), want %d", in.Limit, refused, 8-in.Limit)
 		}
 	})
 }

@@ -48,7 +48,7 @@ type Config struct {
 	ProviderURL   string            // the provider lab's base URL
 	Transport     http.RoundTripper // nil: a pooled *http.Transport owned by the service
 	Budget        time.Duration     // the deadline of one Quote, measured from admission
-	InboundLimit  int               // quotes admitted at once; the next is rejected with ErrBusy
+	InboundLimit  int               // requests admitted at once (the next is rejected with ErrBusy); with Adaptive the most the inbound limit grows to (0: Adaptive.Max)
 	OutboundLimit int               // supplier calls at once, shared by every quote
 	PoolSize      int               // connections of the owned transport (unused with Transport set)
 
@@ -115,7 +115,8 @@ type Service struct {
 	providerURL   *url.URL
 	client        *http.Client
 	budget        time.Duration
-	inbound       *adaptive.Limiter            // inbound slots (admission.go), a fixed limit of InboundLimit
+	inbound       *adaptive.Limiter // inbound slots (admission.go): a fixed limit of InboundLimit, or adaptive with Adaptive
+	inboundAdapts bool
 	inboundQueue  bool                         // requests may wait for an inbound slot
 	limits        map[string]*adaptive.Limiter // per supplier; nil: no adaptive limits (limits.go)
 	outbound      fanout.Limiter               // one shared line for every supplier call, quotes and baskets
@@ -154,8 +155,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Quota != nil {
 		limiter = cfg.Quota
 	}
+	outbound := 0 // the local outbound limit, when the service makes it
 	if limiter == nil {
-		outbound := cmp.Or(cfg.OutboundLimit, DefaultOutbound)
+		outbound = cmp.Or(cfg.OutboundLimit, DefaultOutbound)
 		if cfg.Adaptive != nil && cfg.OutboundLimit == 0 {
 			outbound = len(suppliers) * cmp.Or(cfg.Adaptive.Max, adaptive.DefaultMax)
 		}
@@ -163,7 +165,13 @@ func New(cfg Config) (*Service, error) {
 	}
 	transport := cfg.Transport
 	if transport == nil {
-		transport = newTransport(cmp.Or(cfg.PoolSize, DefaultPoolSize), cmp.Or(cfg.ConnectTimeout, DefaultConnectTimeout))
+		// The pool is at least the outbound limit: a pool of 6 under
+		// adaptive limits of up to 24 a supplier would be the real limit.
+		pool := cmp.Or(cfg.PoolSize, DefaultPoolSize)
+		if cfg.PoolSize == 0 && cfg.Adaptive != nil {
+			pool = max(pool, outbound)
+		}
+		transport = newTransport(pool, cmp.Or(cfg.ConnectTimeout, DefaultConnectTimeout))
 	}
 	s := &Service{
 		providerURL: base,
@@ -273,9 +281,11 @@ func (s *Service) Quote(ctx context.Context, req QuoteRequest) (QuoteResult, err
 		}
 		return QuoteResult{}, err
 	}
-	defer release()
+	said := adaptive.Ignore // what the quote tells an adaptive inbound limit
+	defer func() { release(said) }()
 	id := newRequestID()
 	outcomes := s.fanOut(budget, req, id)
+	said = s.quoteOutcome(budget, outcomes)
 	if err := ctx.Err(); err != nil {
 		return QuoteResult{}, fmt.Errorf("quoteflow: quote abandoned: %w", err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ type limitFlags struct {
 	supplierTarget  time.Duration
 	inboundTarget   time.Duration
 	inboundQueue    int
+	inbound         int
 	outbound        int
 }
 
@@ -31,6 +33,7 @@ func newLimitFlags(fs *flag.FlagSet) *limitFlags {
 	fs.DurationVar(&l.supplierTarget, "limit-queue-target", adaptive.DefaultQueueTarget, "the longest a call waits for its supplier's limit before it is shed")
 	fs.DurationVar(&l.inboundTarget, "inbound-queue-target", adaptive.DefaultQueueTarget, "the longest a request waits for an inbound slot before 503 + Retry-After; 0: none waits (rejected at once)")
 	fs.IntVar(&l.outbound, "outbound", 0, fmt.Sprintf("supplier calls in flight at once, every supplier together: with --no-adaptive the fixed limit (0: %d); with adaptive limits a cap over them (0: 3 x --limit-max)", quoteflow.DefaultOutbound))
+	fs.IntVar(&l.inbound, "inbound", 0, fmt.Sprintf("requests (quotes and baskets) in progress at once: with adaptive limits the most the inbound limit (adaptive too) grows to (0: --limit-max); with --no-adaptive the fixed limit (0: %d)", quoteflow.DefaultInbound))
 	fs.IntVar(&l.inboundQueue, "inbound-queue", adaptive.DefaultQueueMax, "requests that may wait for an inbound slot at once (single quotes push baskets out)")
 	return l
 }
@@ -47,6 +50,8 @@ func (l *limitFlags) check(stderr io.Writer) (int, bool) {
 		err = fmt.Errorf("--inbound-queue-target %s: want 0 (no line) up to %s", l.inboundTarget, maxTiming)
 	case l.outbound < 0 || l.outbound > 10000:
 		err = fmt.Errorf("--outbound %d: want 0 (the default) to 10000", l.outbound)
+	case l.inbound < 0 || l.inbound > 10000:
+		err = fmt.Errorf("--inbound %d: want 0 (the default) to 10000", l.inbound)
 	case l.inboundQueue < 1 || l.inboundQueue > 100000:
 		err = fmt.Errorf("--inbound-queue %d: want 1 to 100000", l.inboundQueue)
 	}
@@ -63,6 +68,7 @@ func (l *limitFlags) apply(c *quoteflow.Config) {
 		return
 	}
 	c.OutboundLimit = l.outbound
+	c.InboundLimit = l.inbound
 	if !l.off {
 		c.Adaptive = &adaptive.Config{Initial: l.initial, Min: l.lo, Max: l.hi}
 		c.SupplierQueue = adaptive.Queue{Target: l.supplierTarget}
@@ -78,13 +84,15 @@ func (l *limitFlags) describe() string {
 		return ""
 	}
 	out := "limits: fixed (--no-adaptive)"
+	inbound := fmt.Sprintf("%d requests at once", cmp.Or(l.inbound, quoteflow.DefaultInbound))
 	if !l.off {
 		out = fmt.Sprintf("limits: adaptive per supplier, %d to %d from %d, calls wait up to %s", l.lo, l.hi, l.initial, l.supplierTarget)
+		inbound = fmt.Sprintf("requests at once: adaptive too, up to %d", cmp.Or(l.inbound, l.hi))
 	}
 	if l.inboundTarget > 0 {
-		return out + fmt.Sprintf("; requests wait up to %s for an inbound slot (%d at most, quotes first)", l.inboundTarget, l.inboundQueue)
+		return out + fmt.Sprintf("; %s, the next wait up to %s for a slot (%d at most, quotes first)", inbound, l.inboundTarget, l.inboundQueue)
 	}
-	return out + "; a request with no inbound slot is rejected at once"
+	return out + fmt.Sprintf("; %s, the next rejected at once", inbound)
 }
 
 // outboundLimit is the local outbound limit the service will have.

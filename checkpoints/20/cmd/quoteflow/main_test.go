@@ -62,6 +62,7 @@ func TestRunRefusesWhatItCannotDo(t *testing.T) {
 		{"supplier queue target 0", []string{"--limit-queue-target", "0s", "--addr", busy.Addr().String()}, 2, "--limit-queue-target 0s"},
 		{"negative inbound queue target", []string{"--inbound-queue-target", "-1ms", "--addr", busy.Addr().String()}, 2, "--inbound-queue-target -1ms"},
 		{"inbound queue of 0", []string{"--inbound-queue", "0", "--addr", busy.Addr().String()}, 2, "--inbound-queue 0"},
+		{"negative inbound", []string{"--inbound", "-1", "--addr", busy.Addr().String()}, 2, "--inbound -1: want 0 (the default) to 10000"},
 		{"negative outbound", []string{"--outbound", "-1", "--addr", busy.Addr().String()}, 2, "--outbound -1"},
 		{"budget ratio above 1", []string{"--budget-ratio", "2", "--addr", busy.Addr().String()}, 2, "--budget-ratio 2"},
 		{"budget cap below one token", []string{"compensate", "--once", "--budget-cap", "0.5"}, 2, "--budget-cap 0.5"},
