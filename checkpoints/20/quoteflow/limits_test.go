@@ -222,3 +222,23 @@ func TestTheInboundLimitAdaptsToWholeQuotes(t *testing.T) {
 		}
 	})
 }
+
+// The connection pool the service owns holds at least the outbound limit:
+// a pool of 6 under limits of up to 24 a supplier would be the real limit.
+func TestThePoolIsAtLeastTheOutboundLimit(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		want int
+	}{
+		{"fixed, as lesson 19", Config{}, DefaultPoolSize},
+		{"adaptive, 3 x 24", Config{Adaptive: &adaptive.Config{}}, 3 * adaptive.DefaultMax},
+		{"adaptive, --outbound 40", Config{Adaptive: &adaptive.Config{}, OutboundLimit: 40}, 40},
+		{"adaptive, a pool set", Config{Adaptive: &adaptive.Config{}, PoolSize: 10}, 10},
+	} {
+		s := newService(t, c.cfg)
+		if got := s.client.Transport.(*http.Transport).MaxConnsPerHost; got != c.want {
+			t.Errorf("%s: a pool of %d, want %d", c.name, got, c.want)
+		}
+	}
+}
