@@ -41,15 +41,19 @@ func (s *Service) Admit() (release func(), err error) {
 // release returns the slot and tells an adaptive inbound limit how the
 // request went (adaptive.Ignore: nothing).
 func (s *Service) admit(ctx context.Context, p adaptive.Priority) (release func(adaptive.Outcome), err error) {
+	door := s.inbound
+	if p == adaptive.Low && s.baskets != nil {
+		door = s.baskets
+	}
 	var tok *adaptive.Token
 	if !s.inboundQueue {
-		t, ok := s.inbound.TryAcquire(adaptive.High)
+		t, ok := door.TryAcquire(adaptive.High)
 		if !ok {
 			return nil, ErrBusy
 		}
 		tok = t
 	} else {
-		tok, err = s.inbound.Acquire(ctx, p)
+		tok, err = door.Acquire(ctx, p)
 		if errors.Is(err, adaptive.ErrShed) {
 			return nil, fmt.Errorf("%w: %w", ErrBusy, err)
 		}
@@ -61,7 +65,13 @@ func (s *Service) admit(ctx context.Context, p adaptive.Priority) (release func(
 }
 
 // ActiveRequests is the number of inbound slots taken now.
-func (s *Service) ActiveRequests() int { return s.inbound.Stats().InFlight }
+func (s *Service) ActiveRequests() int {
+	n := s.inbound.Stats().InFlight
+	if s.baskets != nil {
+		n += s.baskets.Stats().InFlight
+	}
+	return n
+}
 
 // acquireOutbound waits for one of the shared outbound slots, or for ctx to
 // end: waiting in line is paid from the same deadline as the call itself.

@@ -42,6 +42,11 @@ func (s *Service) setLimits(cfg Config) error {
 	}
 	s.inbound = adaptive.NewLimiter(il, q)
 	s.inboundAdapts = true
+	// Baskets then have a door of their own, a fixed number at once: a
+	// basket holds its slot for seconds, and in the quotes' limit a few
+	// would take the single quotes' places. Their lines wait behind single
+	// quotes at every supplier's line, and are shed first.
+	s.baskets = adaptive.NewLimiter(adaptive.Fixed(DefaultInbound), q)
 	s.limits = make(map[string]*adaptive.Limiter, len(suppliers))
 	for _, name := range suppliers {
 		l, err := adaptive.New(*cfg.Adaptive)
@@ -160,7 +165,8 @@ type SupplierLimit struct {
 type LimitStats struct {
 	Adaptive  bool                     `json:"adaptive"`
 	Suppliers map[string]SupplierLimit `json:"suppliers"`
-	Inbound   SupplierLimit            `json:"inbound"` // adaptive too with Config.Adaptive, fixed without
+	Inbound   SupplierLimit            `json:"inbound"`           // adaptive too with Config.Adaptive, fixed without
+	Baskets   *adaptive.Stats          `json:"baskets,omitempty"` // with Config.Adaptive: baskets' own fixed limit
 }
 
 // LimitStats reports the limits now.
@@ -169,6 +175,8 @@ func (s *Service) LimitStats() LimitStats {
 		Inbound: SupplierLimit{Stats: s.inbound.Stats(), History: []adaptive.Step{}}}
 	if s.inboundAdapts {
 		out.Inbound.History = s.inbound.Limit().History()
+		st := s.baskets.Stats()
+		out.Baskets = &st
 	}
 	for name, l := range s.limits {
 		out.Suppliers[name] = SupplierLimit{Stats: l.Stats(), History: l.Limit().History()}

@@ -2,6 +2,7 @@ package quoteflow
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -241,4 +242,52 @@ func TestThePoolIsAtLeastTheOutboundLimit(t *testing.T) {
 			t.Errorf("%s: a pool of %d, want %d", c.name, got, c.want)
 		}
 	}
+}
+
+// With adaptive limits baskets have a door of their own, a fixed number at
+// once: eight baskets in progress and a ninth waiting take no place of a
+// single quote's (four quotes, the inbound limit's start, go through at
+// once, with an inbound limit of 4), and the ninth is shed at its target.
+func TestBasketsNeverTakeASingleQuotesPlaceAtTheDoor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := newFake(nil)
+		fake.latency = 100 * time.Millisecond
+		d := newData(t)
+		s := basketService(t, fake, d, Config{NoHedge: true, InboundLimit: 4, Adaptive: &adaptive.Config{Initial: 24, Min: 1, Max: 24},
+			InboundQueue: &adaptive.Queue{Target: 50 * time.Millisecond}})
+		start := time.Now()
+		baskets := make([]error, DefaultInbound+1)
+		var wg sync.WaitGroup
+		for i := range baskets {
+			wg.Go(func() { _, baskets[i] = s.BasketOnce(t.Context(), lines(1), "") })
+		}
+		synctest.Wait()
+		quotes := make([]error, 4)
+		took := make([]time.Duration, 4)
+		for i := range quotes {
+			wg.Go(func() {
+				var res QuoteResult
+				res, quotes[i] = s.Quote(t.Context(), kb(1))
+				if quotes[i] == nil && len(res.Failures) > 0 {
+					quotes[i] = fmt.Errorf("failures %v", res.Failures)
+				}
+				took[i] = time.Since(start)
+			})
+		}
+		wg.Wait()
+		for i, err := range quotes {
+			if err != nil || took[i] != 100*time.Millisecond {
+				t.Errorf("quote %d with %d baskets in progress: %v after %v, want answered at 100 ms", i, DefaultInbound, err, took[i])
+			}
+		}
+		busy := 0
+		for _, err := range baskets {
+			if errors.Is(err, ErrBusy) {
+				busy++
+			}
+		}
+		if st := s.LimitStats(); busy != 1 || st.Baskets == nil || st.Baskets.Limit != DefaultInbound || st.Baskets.Shed["low"] != 1 {
+			t.Errorf("%d of %d baskets refused, baskets' door %+v; want 1, a fixed %d", busy, len(baskets), st.Baskets, DefaultInbound)
+		}
+	})
 }

@@ -117,6 +117,7 @@ type Service struct {
 	budget        time.Duration
 	inbound       *adaptive.Limiter // inbound slots (admission.go): a fixed limit of InboundLimit, or adaptive with Adaptive
 	inboundAdapts bool
+	baskets       *adaptive.Limiter            // with Adaptive: baskets' own door, a fixed limit (nil: they share inbound)
 	inboundQueue  bool                         // requests may wait for an inbound slot
 	limits        map[string]*adaptive.Limiter // per supplier; nil: no adaptive limits (limits.go)
 	outbound      fanout.Limiter               // one shared line for every supplier call, quotes and baskets
