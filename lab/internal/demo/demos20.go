@@ -415,3 +415,184 @@ func postCapacity(ctx context.Context, client *http.Client, qf string, body []by
 	}
 	return resp.StatusCode, len(a.Failures) == 0 && len(a.Quotes) > 0, nil
 }
+
+// Lesson 20's shedding by priority: during the capacity schedule's first
+// phase (C 12), single quotes and 10-line baskets together ask each
+// supplier for more than it serves, through checkpoint 20 twice, a
+// provider lab each: with lesson 19's limits (--no-adaptive: one fixed
+// line of 36 supplier calls for every supplier, first come first served,
+// and no inbound line) and as shipped (a line per supplier served single
+// quotes first, basket lines last, and shed at its target).
+
+const (
+	priorityFor     = 20 * time.Second
+	priorityQuotes  = 40 // a second
+	priorityBaskets = 8  // a second, of priorityLines lines
+	priorityLines   = 10
+)
+
+var priorityCols = []capacityCol{
+	{"lesson 19's limits", []string{"--no-adaptive", "--outbound", "36", "--inbound", "64", "--inbound-queue-target", "0"}},
+	{"checkpoint 20", nil},
+}
+
+// priorityRun is what one column measured.
+type priorityRun struct {
+	quotes  []capQuote
+	baskets []capQuote // complete: every line complete
+	lines   map[string]int
+	codes   map[string]int
+	err     error
+}
+
+func priorityDemo(ctx context.Context, e *Env, w io.Writer) error {
+	bin, err := e.Build(ctx, 20, "")
+	if err != nil {
+		return err
+	}
+	runs := make([]priorityRun, len(priorityCols))
+	var wg sync.WaitGroup
+	for i, c := range priorityCols {
+		prov, err := e.ProviderWith(provider.Options{LatencyScale: capacityScale, Seed: provider.DefaultSeed})
+		if err != nil {
+			return err
+		}
+		qf, err := e.Quoteflow(ctx, bin, prov.URL, c.flags...)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(e.Log, qf.First)
+		wg.Go(func() { runs[i] = runPriority(ctx, prov, qf.URL) })
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for i, r := range runs {
+		if r.err != nil {
+			return fmt.Errorf("%s: %w", priorityCols[i].name, r.err)
+		}
+	}
+	fmt.Fprintf(w, "capacity's first phase (each supplier serves 12 calls at once, a call 120-180 ms: 80 a second), %.0f s of\n", priorityFor.Seconds())
+	fmt.Fprintf(w, "%d single quotes and %d baskets of %d lines a second (%d calls a second to each supplier), through checkpoint 20\n",
+		priorityQuotes, priorityBaskets, priorityLines, priorityQuotes+priorityBaskets*priorityLines)
+	fmt.Fprintln(w, "twice: lesson 19's limits (--no-adaptive --outbound 36 --inbound 64 --inbound-queue-target 0) and as shipped:")
+	t := Table{}
+	for _, c := range priorityCols {
+		t.Columns = append(t.Columns, c.name)
+	}
+	row := func(label string, f func(r priorityRun) any) {
+		vals := make([]any, len(runs))
+		for i, r := range runs {
+			vals[i] = f(r)
+		}
+		t.Add(label, vals...)
+	}
+	secs := priorityFor.Seconds()
+	row("quotes", func(r priorityRun) any { return len(r.quotes) })
+	row("quotes complete in time/s", func(r priorityRun) any { return fmt.Sprintf("%.1f", float64(countGood(r.quotes))/secs) })
+	row("quotes 503 (refused at the door)", func(r priorityRun) any { return statusCount(r.quotes, http.StatusServiceUnavailable) })
+	row("quotes 200 incomplete", func(r priorityRun) any {
+		n := 0
+		for _, q := range r.quotes {
+			if q.status == http.StatusOK && !q.complete {
+				n++
+			}
+		}
+		return n
+	})
+	row("quotes p50 (ms)", func(r priorityRun) any { return pct(r.quotes, 0.5) })
+	row("quotes p99 (ms)", func(r priorityRun) any { return p99(r.quotes) })
+	row("baskets", func(r priorityRun) any { return len(r.baskets) })
+	row("baskets p99 (ms)", func(r priorityRun) any { return p99(r.baskets) })
+	row("basket lines", func(r priorityRun) any { return counts(r.lines) })
+	row("basket line failures", func(r priorityRun) any { return counts(r.codes) })
+	t.Print(w)
+	fmt.Fprintln(w, "complete in time: 200, no supplier failed, within 800 ms (the client's clock); p50, p99 over every quote or")
+	fmt.Fprintln(w, "basket sent; basket lines: the answers' line statuses; failures: the lines' failure codes (shed: never sent,")
+	fmt.Fprintln(w, "its supplier's line gave the slot to a single quote or the wait passed its target; queued for compensation)")
+	return nil
+}
+
+func statusCount(qs []capQuote, status int) int {
+	n := 0
+	for _, q := range qs {
+		if q.status == status {
+			n++
+		}
+	}
+	return n
+}
+
+// pct is the qs' latency at quantile q, in ms.
+func pct(qs []capQuote, q float64) any {
+	if len(qs) == 0 {
+		return "-"
+	}
+	lat := make([]time.Duration, len(qs))
+	for i, x := range qs {
+		lat[i] = x.end.Sub(x.start)
+	}
+	slices.Sort(lat)
+	return lat[int(math.Ceil(q*float64(len(lat))))-1].Milliseconds()
+}
+
+// runPriority sends the quotes and the baskets at their rates for
+// priorityFor.
+func runPriority(ctx context.Context, prov *provider.Server, qf string) priorityRun {
+	r := priorityRun{lines: map[string]int{}, codes: map[string]int{}}
+	prov.Provider.Reset()
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 256}, Timeout: requestTimeout}
+	defer client.CloseIdleConnections()
+	_, quote := load.Config{Request: "quote", Scenario: "capacity"}.Body()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := time.Now()
+	pace := func(rate int, send func()) {
+		every := time.Second / time.Duration(rate)
+		for n := 0; ; n++ {
+			next := start.Add(time.Duration(n) * every)
+			if next.Sub(start) >= priorityFor || pause(ctx, time.Until(next)) != nil {
+				return
+			}
+			wg.Go(send)
+		}
+	}
+	var senders sync.WaitGroup
+	senders.Go(func() {
+		pace(priorityQuotes, func() {
+			q := capQuote{start: time.Now()}
+			q.status, q.complete, q.err = postCapacity(ctx, client, qf, quote)
+			q.end = time.Now()
+			mu.Lock()
+			r.quotes = append(r.quotes, q)
+			mu.Unlock()
+		})
+	})
+	senders.Go(func() {
+		pace(priorityBaskets, func() {
+			q := capQuote{start: time.Now()}
+			b, status, _, err := postBasket(ctx, qf, priorityLines, "capacity")
+			q.end, q.status, q.err = time.Now(), status, err
+			mu.Lock()
+			defer mu.Unlock()
+			complete := len(b.Items) == priorityLines
+			for _, it := range b.Items {
+				r.lines[it.Status]++
+				complete = complete && it.Status == "complete"
+				for _, f := range it.Failures {
+					r.codes[f.Code]++
+				}
+			}
+			if status != http.StatusOK {
+				r.lines[fmt.Sprintf("none (%d)", status)] += priorityLines
+			}
+			q.complete = complete
+			r.baskets = append(r.baskets, q)
+		})
+	})
+	senders.Wait()
+	wg.Wait()
+	r.err = ctx.Err()
+	return r
+}
