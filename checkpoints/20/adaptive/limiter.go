@@ -50,7 +50,17 @@ type Queue struct {
 	// let through (the time a call needs): it waits no longer than its
 	// deadline minus Reserve, and not at all when that has passed: 50 ms.
 	Reserve time.Duration
+	// Kept is the share of the limit a Low call never takes: those slots
+	// are kept for High and Probe calls, so a line of Low calls holding
+	// every slot cannot make the important ones wait past their target.
+	// floor(Kept x limit) slots: none at a limit of 3 or less with 0.25.
+	// 0: none kept.
+	Kept float64
 }
+
+// DefaultKept is a share of the limit kept from Low calls that a user of
+// priorities may set as Queue.Kept.
+const DefaultKept = 0.25
 
 // Defaults of Queue.
 const (
@@ -139,9 +149,19 @@ func (l *Limiter) TryAcquire(p Priority) (*Token, bool) {
 	return l.grant(p), true
 }
 
+// room is how many calls of priority p may be in flight (under mu): the
+// limit, less the slots kept from Low calls.
+func (l *Limiter) room(p Priority) int {
+	n := l.limit.Current()
+	if p == Low && l.q.Kept > 0 {
+		n -= int(min(l.q.Kept, 1) * float64(n))
+	}
+	return n
+}
+
 // freeFor says whether a call of priority p may pass now (under mu).
 func (l *Limiter) freeFor(p Priority) bool {
-	if l.inFlight >= l.limit.Current() {
+	if l.inFlight >= l.room(p) {
 		return false
 	}
 	for q := p; q < priorities; q++ {
@@ -249,7 +269,7 @@ func (l *Limiter) admitWaiters() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for p := Probe; p >= Low; p-- {
-		for len(l.line[p]) > 0 && l.inFlight < l.limit.Current() {
+		for len(l.line[p]) > 0 && l.inFlight < l.room(p) {
 			w := l.line[p][0]
 			l.line[p] = l.line[p][1:]
 			l.waiting--

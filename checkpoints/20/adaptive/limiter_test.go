@@ -229,3 +229,48 @@ func TestNeverMoreThanTheLimitInFlight(t *testing.T) {
 		t.Errorf("peak in flight %d, want 1 to 3", p)
 	}
 }
+
+// A Low call never takes the slots kept for the important ones: of a limit
+// of 8 with a quarter kept, six Low calls pass and the seventh waits, while
+// two High calls still pass at once; the Low waiter passes only once fewer
+// than six calls are in flight, whoever holds them.
+func TestLowCallsLeaveTheKeptSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLimiter(Fixed(8), Queue{Target: time.Second, Reserve: time.Millisecond, Kept: DefaultKept})
+		t0 := time.Now()
+		var low, high []*Token
+		for range 6 {
+			tok, ok := l.TryAcquire(Low)
+			if !ok {
+				t.Fatalf("Low call %d of 6 refused", len(low)+1)
+			}
+			low = append(low, tok)
+		}
+		seventh := acquireAsync(t.Context(), l, Low, t0)
+		synctest.Wait()
+		if !pending(seventh) {
+			t.Fatal("the seventh Low call passed: it took a kept slot")
+		}
+		for range 2 {
+			tok, ok := l.TryAcquire(High)
+			if !ok {
+				t.Fatalf("High call %d refused with 6 of 8 in flight", len(high)+1)
+			}
+			high = append(high, tok)
+		}
+		if _, ok := l.TryAcquire(High); ok {
+			t.Fatal("a ninth call passed a limit of 8")
+		}
+		low[0].Done(Ignore)
+		low[1].Done(Ignore)
+		synctest.Wait()
+		if !pending(seventh) {
+			t.Fatal("the Low waiter passed with 6 of 8 in flight (4 Low, 2 High)")
+		}
+		high[0].Done(Ignore)
+		synctest.Wait()
+		if a := <-seventh; a.err != nil || a.at != 0 {
+			t.Errorf("the Low waiter with 5 in flight: %v at %v, want let through at once", a.err, a.at)
+		}
+	})
+}

@@ -55,6 +55,9 @@ func (s *Service) setLimits(cfg Config) error {
 		}
 		sq := cfg.SupplierQueue
 		sq.Reserve = s.minAttempt // a call let through must still have the floor left
+		if sq.Kept == 0 {
+			sq.Kept = adaptive.DefaultKept // basket lines leave a quarter to single quotes and probes
+		}
 		s.limits[name] = adaptive.NewLimiter(l, sq)
 	}
 	return nil

@@ -95,8 +95,10 @@ type Config struct {
 	// Adaptive, when set, gives each supplier a limit of its own that
 	// adapts to the supplier's latency and failures within [Min, Max]
 	// (package adaptive), with a line of waiters SupplierQueue (probes,
-	// then single quotes, then basket lines); the shared outbound limit
-	// then bounds all suppliers together at OutboundLimit, or 3 x Max
+	// then single quotes, then basket lines, which leave the top
+	// SupplierQueue.Kept of the limit to the others: 0 is
+	// adaptive.DefaultKept, a quarter; negative none); the shared outbound
+	// limit then bounds all suppliers together at OutboundLimit, or 3 x Max
 	// when that is 0. Nil: one fixed outbound limit, as in lesson 19.
 	Adaptive      *adaptive.Config
 	SupplierQueue adaptive.Queue
