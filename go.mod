@@ -45,6 +45,7 @@ require (
 	quoteflowlab.dev/checkpoints/17 v0.0.0
 	quoteflowlab.dev/checkpoints/18 v0.0.0
 	quoteflowlab.dev/checkpoints/19 v0.0.0
+	quoteflowlab.dev/checkpoints/20 v0.0.0
 )
 
 replace quoteflowlab.dev/checkpoints/12 => ./checkpoints/12
@@ -62,6 +63,8 @@ replace quoteflowlab.dev/checkpoints/17 => ./checkpoints/17
 replace quoteflowlab.dev/checkpoints/18 => ./checkpoints/18
 
 replace quoteflowlab.dev/checkpoints/19 => ./checkpoints/19
+
+replace quoteflowlab.dev/checkpoints/20 => ./checkpoints/20
 
 // The exercises' starters and reference answers that import a checkpoint
 // are left out of ./... (go test ./... and go vet ./... at the root): the

@@ -128,7 +128,11 @@ func (p *Provider) serveQuote(c *supplierCall) int {
 		c.sc = &scenarios[0] // only boreal misbehaves (tail: every supplier has a tail)
 	}
 	if c.sc.arrive != nil {
-		if status := c.sc.arrive(p, c); status != 0 {
+		status := c.sc.arrive(p, c)
+		if c.held != nil {
+			defer c.held.Add(-1)
+		}
+		if status != 0 {
 			return status
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -52,6 +53,10 @@ var scenarios = []scenario{
 	// boreal down for a stated window of its schedule (503 at once, or hung
 	// past any read limit: Options.BrownoutShape), healthy before and after.
 	{name: "brownout", since: 19, arrive: brownout, plan: brownoutLatency, answer: brownoutAnswer},
+	// Every supplier: C calls at once at a seeded base latency, slower with
+	// every call beyond C, 503 at once beyond 3×C; C follows a stated
+	// schedule (12 → 4 → 12 over 30 s, repeating).
+	{name: "capacity", since: 20, arrive: capacityArrive, plan: capacityLatency, everySupplier: true, answer: answerQuote},
 }
 
 // Scenario timings (slowDelay and outageLength are × LatencyScale; the rate
@@ -105,15 +110,20 @@ type supplierCall struct {
 	id        string // X-Request-ID, "" when absent
 	budgetMs  int64  // X-Budget-Ms, when hasBudget
 	hasBudget bool
-	qty       int       // the qty parameter: the order's quantity, the request's cost under costlimited (1 when absent)
-	nth       int64     // how many requests of this X-Request-ID this supplier had before this one (tail's key)
-	hang      bool      // brownout: this request arrived in the window of shape hang
-	hedged    bool      // another request of this X-Request-ID was running at this supplier when this one arrived
-	lost      bool      // lost_cancelled: its client hung up after a concurrent sibling had answered
-	first     bool      // flaky, reset: the first request of its X-Request-ID (noted on arrival)
-	cut       net.Conn  // set by resetFirst: the hijacked connection to close with an RST
-	rec       *idRecord // this ID's record, as logged on arrival
-	entry     int       // this attempt's index in rec's log (-1: not logged)
+	qty       int   // the qty parameter: the order's quantity, the request's cost under costlimited (1 when absent)
+	nth       int64 // how many requests of this X-Request-ID this supplier had before this one (tail's key)
+	hang      bool  // brownout: this request arrived in the window of shape hang
+	capacity  int   // capacity: the supplier's C when this request arrived
+	inFlight  int64 // capacity: the supplier's calls in flight with this one, on arrival
+	// held, when set, is a gauge this call holds from its arrive step to
+	// its end (capacity: its supplier's calls in flight).
+	held   *atomic.Int64
+	hedged bool      // another request of this X-Request-ID was running at this supplier when this one arrived
+	lost   bool      // lost_cancelled: its client hung up after a concurrent sibling had answered
+	first  bool      // flaky, reset: the first request of its X-Request-ID (noted on arrival)
+	cut    net.Conn  // set by resetFirst: the hijacked connection to close with an RST
+	rec    *idRecord // this ID's record, as logged on arrival
+	entry  int       // this attempt's index in rec's log (-1: not logged)
 	// retryAfterMs is the Retry-After-Ms this call's 429 gave (0: none).
 	retryAfterMs int64
 }
@@ -489,4 +499,85 @@ func brownoutAnswer(p *Provider, c *supplierCall) int {
 	}
 	return c.fail(http.StatusServiceUnavailable, "unavailable", fmt.Sprintf(
 		"boreal hung for %d ms (scenario brownout, shape hang)", p.scaled(brownoutHang).Milliseconds()))
+}
+
+// capacity's schedule: from the first capacity request after a reset (any
+// supplier), each supplier serves capacitySteps[i].c calls at once from
+// capacitySteps[i].from on, the whole repeating every capacityPeriod; the
+// times are × LatencyScale (at scale 0 the first step holds for ever).
+var capacitySteps = []struct {
+	from time.Duration
+	c    int
+}{{0, 12}, {10 * time.Second, 4}, {20 * time.Second, 12}}
+
+// capacity's other numbers: a call's base latency is a seeded draw in
+// capacityBaseMin..capacityBaseMax (× LatencyScale); a supplier holding
+// more than capacityShed × C calls answers the next one 503 at once.
+const (
+	capacityPeriod  = 30 * time.Second
+	capacityBaseMin = 40 * time.Millisecond
+	capacityBaseMax = 60 * time.Millisecond
+	capacityShed    = 3
+)
+
+// capacityAt returns the capacity C at t since the schedule began, the
+// index of its step and t within the period.
+func (p *Provider) capacityAt(t time.Duration) (c, step int, in time.Duration) {
+	period := p.scaled(capacityPeriod)
+	if period <= 0 {
+		return capacitySteps[0].c, 0, 0
+	}
+	in = t % period
+	for i := len(capacitySteps) - 1; i >= 0; i-- {
+		if in >= p.scaled(capacitySteps[i].from) {
+			return capacitySteps[i].c, i, in
+		}
+	}
+	return capacitySteps[0].c, 0, in // not reached: the first step is from 0
+}
+
+// capacityArrive starts the schedule on the first capacity request after a
+// reset, counts the call in its supplier's calls in flight (until it ends:
+// supplierCall.held), and answers 503 at once when the supplier then holds
+// more than capacityShed × C.
+func capacityArrive(p *Provider, c *supplierCall) int {
+	st := c.st
+	st.outageMu.Lock()
+	if st.capacityBegan.IsZero() {
+		st.capacityBegan = c.arrival
+	}
+	began := st.capacityBegan
+	st.outageMu.Unlock()
+	capC, _, _ := p.capacityAt(c.arrival.Sub(began))
+	c.held = &st.capacityInFlight[c.supplier]
+	n := c.held.Add(1)
+	c.capacity, c.inFlight = capC, n
+	if n > int64(capacityShed*capC) {
+		st.capacityShed.Add(1)
+		return c.fail(http.StatusServiceUnavailable, "overloaded", fmt.Sprintf(
+			"%s serves %d calls at once now (scenario capacity) and holds %d with this one, more than %d: shed",
+			Suppliers[c.supplier], capC, n, capacityShed*capC))
+	}
+	if n > int64(capC) {
+		st.capacityQueued.Add(1)
+	}
+	return 0
+}
+
+// capacityLatency is a seeded base latency (keyed like tail's: the same
+// seed and requests give the same latencies), stretched by n/C when the
+// supplier holds n > C calls with this one: n calls served C at a time
+// take n/C times as long, so the supplier answers at most C calls per base
+// latency however many it holds.
+func capacityLatency(p *Provider, c *supplierCall) time.Duration {
+	n := c.nth
+	if c.id == "" {
+		n = c.st.tailAnon.Add(1) - 1
+	}
+	_, frac := tailDraw(p.seed, c.supplier, c.id, n)
+	base := capacityBaseMin + time.Duration(frac*float64(capacityBaseMax-capacityBaseMin))
+	if c.inFlight > int64(c.capacity) {
+		return time.Duration(float64(base) * float64(c.inFlight) / float64(c.capacity))
+	}
+	return base
 }

@@ -30,6 +30,11 @@ type state struct {
 	// brownout: boreal's first brownout request, when its schedule began;
 	// zero before it (under outageMu).
 	brownoutBegan time.Time
+	// capacity: the first capacity request, when its schedule began; zero
+	// before it (under outageMu).
+	capacityBegan time.Time
+	// capacity: each supplier's capacity calls in flight.
+	capacityInFlight [len(Suppliers)]atomic.Int64
 
 	blackholeBase uint32 // the blackhole's SYN drop counter when this state began
 }
@@ -59,6 +64,8 @@ type counters struct {
 	stragglers     atomic.Int64 // tail: requests drawn as stragglers
 	tailAnon       atomic.Int64 // tail: requests without an X-Request-ID so far (their key)
 	brownoutFailed atomic.Int64 // brownout: boreal requests that arrived inside the window
+	capacityQueued atomic.Int64 // capacity: requests that arrived with more than C in flight (slower)
+	capacityShed   atomic.Int64 // capacity: requests answered 503 beyond 3×C
 	resets         atomic.Int64 // connections reset on purpose (scenario reset)
 }
 

@@ -99,6 +99,37 @@ type ScenarioParams struct {
 	CostLimited CostParams       `json:"costlimited"`
 	Tail        TailParams       `json:"tail"`
 	Brownout    BrownoutSchedule `json:"brownout"`
+	Capacity    CapacitySchedule `json:"capacity"`
+}
+
+// CapacitySchedule is capacity's schedule and where it stands. It begins at
+// the first capacity request after a reset (any supplier): each supplier
+// serves C calls at once from each step's FromMs on, the whole repeating
+// every PeriodMs (times in ms after --latency-scale); a call's base latency
+// is a seeded draw in BaseMs, stretched by n/C when its supplier holds n > C
+// calls with it; beyond ShedBeyond × C held, a call is answered 503 at once.
+// ElapsedMs (within the period), Step and C are where it stands now (null
+// before it began); InFlight is each supplier's capacity calls now, Queued
+// the requests that arrived beyond C (slower), Shed those answered 503.
+type CapacitySchedule struct {
+	Seed         uint64         `json:"seed"`
+	Steps        []CapacityStep `json:"steps"`
+	PeriodMs     int64          `json:"period_ms"`
+	BaseMs       [2]int64       `json:"base_ms"`
+	ShedBeyond   int            `json:"shed_beyond"`
+	LatencyScale float64        `json:"latency_scale"`
+	ElapsedMs    *int64         `json:"elapsed_ms"`
+	Step         *int           `json:"step"`
+	C            *int           `json:"c"`
+	InFlight     PerSupplier    `json:"in_flight"`
+	Queued       int64          `json:"queued"`
+	Shed         int64          `json:"shed"`
+}
+
+// A CapacityStep is one step of capacity's schedule: C calls at once from FromMs on.
+type CapacityStep struct {
+	FromMs int64 `json:"from_ms"`
+	C      int   `json:"c"`
 }
 
 // BrownoutSchedule is brownout's schedule. It begins at boreal's first
@@ -198,6 +229,7 @@ func (p *Provider) Snapshot() Stats {
 	out.CostAdmitted = st.costAdmitted.Load()
 	out.Stragglers = st.stragglers.Load()
 	out.Scenarios.Brownout = p.brownoutSchedule(st)
+	out.Scenarios.Capacity = p.capacitySchedule(st)
 	out.EarlyRetries = st.earlyRetries.Load()
 	out.Hedged = st.hedged.Load()
 	out.PartnerPaths = PartnerPaths{
@@ -327,4 +359,27 @@ func (p *Provider) brownoutSchedule(st *state) BrownoutSchedule {
 		b.ElapsedMs, b.Phase = &ms, &phase
 	}
 	return b
+}
+
+// capacitySchedule reads capacity's schedule as of now.
+func (p *Provider) capacitySchedule(st *state) CapacitySchedule {
+	c := CapacitySchedule{
+		Seed: p.seed, PeriodMs: p.scaled(capacityPeriod).Milliseconds(), ShedBeyond: capacityShed, LatencyScale: p.scale,
+		BaseMs: [2]int64{p.scaled(capacityBaseMin).Milliseconds(), p.scaled(capacityBaseMax).Milliseconds()},
+		Shed:   st.capacityShed.Load(), Queued: st.capacityQueued.Load(),
+		InFlight: PerSupplier{Atlas: st.capacityInFlight[0].Load(), Boreal: st.capacityInFlight[1].Load(),
+			Cedar: st.capacityInFlight[2].Load()},
+	}
+	for _, s := range capacitySteps {
+		c.Steps = append(c.Steps, CapacityStep{FromMs: p.scaled(s.from).Milliseconds(), C: s.c})
+	}
+	st.outageMu.Lock()
+	began := st.capacityBegan
+	st.outageMu.Unlock()
+	if !began.IsZero() {
+		capC, step, in := p.capacityAt(time.Since(began))
+		ms := in.Milliseconds()
+		c.ElapsedMs, c.Step, c.C = &ms, &step, &capC
+	}
+	return c
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -101,6 +102,16 @@ func TestLoadUsageErrors(t *testing.T) {
 		{"no path, query", quote("--concurrency", "1", "--requests", "1", "--target", srv.URL+"#top")},
 		{"no path, query", quote("--concurrency", "1", "--requests", "1", "--target", "http://u:p@"+strings.TrimPrefix(srv.URL, "http://"))},
 		{"no path, query", quote("--concurrency", "1", "--requests", "1", "--provider", srv.URL+"?x=1")},
+		{"steps must rise", quote("--rates", "20,10", "--duration", "1s")},
+		{"a sweep needs two steps", quote("--rates", "20", "--duration", "1s")},
+		{"give --duration D", quote("--rates", "10,20")},
+		{"--rate is not for a sweep", quote("--rates", "10,20", "--rate", "5", "--duration", "1s")},
+		{"--requests is not for a sweep", quote("--rates", "10,20", "--requests", "5", "--duration", "1s")},
+		{"given twice", []string{"load", "quote", "--rates", "10,20", "--duration", "1s", "--target", "a=" + srv.URL + ",a=" + srv.URL}},
+		{"--svg draws a sweep", quote("--svg", "x.svg", "--concurrency", "1", "--requests", "1")},
+		{"--deadline is for a sweep", quote("--deadline", "1s", "--concurrency", "1", "--requests", "1")},
+		{"--deadline 0s", quote("--rates", "10,20", "--duration", "1s", "--deadline", "0")},
+		{"--svg /no/such/dir/x.svg", quote("--rates", "10,20", "--duration", "1s", "--svg", "/no/such/dir/x.svg")},
 	} {
 		var out, errb bytes.Buffer
 		code := Main(c.args, &out, &errb)
@@ -157,5 +168,35 @@ func TestLoadProgressLineOnceSendingStopped(t *testing.T) {
 		if got := progressLine(c.p, 5*time.Second); got != c.want {
 			t.Errorf("progressLine(%+v) = %q, want %q", c.p, got, c.want)
 		}
+	}
+}
+
+// A sweep prints its table, writes its SVG and, with --json, the points.
+func TestLoadSweepWritesTableAndSVG(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"quotes":[{"supplier":"atlas"}],"failures":[]}`))
+	}))
+	defer srv.Close()
+	svg := filepath.Join(t.TempDir(), "sweep.svg")
+	var out, errb bytes.Buffer
+	code := Main([]string{"load", "quote", "--rates", "10,20", "--duration", "300ms", "--target", "one=" + srv.URL + ",two=" + srv.URL, "--svg", svg}, &out, &errb)
+	if code != 0 || !strings.Contains(out.String(), "one goodput/s") || !strings.Contains(out.String(), "two goodput/s") || !strings.Contains(out.String(), "wrote "+svg) {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	data, err := os.ReadFile(svg)
+	if err != nil || !bytes.HasPrefix(data, []byte("<svg")) || bytes.Count(data, []byte("<polyline")) != 4 {
+		t.Errorf("the SVG (%v): %.200s", err, data)
+	}
+	out.Reset()
+	if code := Main([]string{"load", "quote", "--rates", "10,20", "--duration", "300ms", "--target", srv.URL, "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("--json: exit %d %s", code, errb.String())
+	}
+	var sw struct {
+		Points [][]struct {
+			Good int `json:"good"`
+		} `json:"points"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &sw); err != nil || len(sw.Points) != 2 || sw.Points[1][0].Good != 6 {
+		t.Errorf("--json: %v %+v\n%s", err, sw, out.String())
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +14,9 @@ import (
 )
 
 const loadUsage = `[--target URL[,URL...]] (quote | basket --lines N) [--scenario S]
-       (--concurrency N | --rate R) (--duration D | --requests N) [--provider URL] [--reset] [--json]`
+       (--concurrency N | --rate R) (--duration D | --requests N) [--provider URL] [--reset] [--json]
+   or: lab load --rates R1,R2,... --duration D --target [NAME=]URL[,...] (quote | basket --lines N)
+       [--scenario S] [--deadline D] [--svg FILE] [--provider URL[,URL...] --reset] [--json]`
 
 // runLoad sends QuoteFlow requests at a concurrency or a rate (vegeta's
 // attacker) and prints what came back and what the provider lab counted.
@@ -30,6 +33,9 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	prov := fs.String("provider", "", "provider lab base `URL` (e.g. "+providerDefaultURL+"): print its /stats difference over the run")
 	reset := fs.Bool("reset", false, "with --provider: POST /reset first, so max_active is this run's own peak (zeroes everyone's counters)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	rates := fs.String("rates", "", "a sweep: offered-load steps in requests per second, rising, comma-separated (10,20,40,80); each lasts --duration, every target gets it at once (side by side)")
+	deadline := fs.Duration("deadline", 800*time.Millisecond, "with --rates: a good answer's limit (goodput: answers 200, complete, within it)")
+	svg := fs.String("svg", "", "with --rates: write goodput and p99 against offered load, one curve per target, to `FILE` (SVG)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: lab load %s\n\n", loadUsage)
 		fmt.Fprintln(stderr, "Sends QuoteFlow requests (POST /api/quotes, or /api/baskets with --lines) and prints")
@@ -47,6 +53,16 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(pos) != 1 {
 		return usageError(fs, stderr, "want one request kind, quote or basket")
+	}
+	if *rates != "" || *svg != "" {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		return runSweep(fs, stderr, stdout, sweepArgs{request: pos[0], lines: *lines, scenario: *scenario, rates: *rates,
+			step: *dur, target: *target, timeout: *timeout, deadline: *deadline, svg: *svg, provider: *prov,
+			reset: *reset, json: *asJSON, set: set})
+	}
+	if fs.Lookup("deadline").Value.String() != fs.Lookup("deadline").DefValue {
+		return usageError(fs, stderr, "--deadline is for a sweep: lab load --rates R1,R2,... --deadline D")
 	}
 	cfg := load.Config{
 		Request: pos[0], Lines: *lines, Scenario: *scenario, Concurrency: *conc, Rate: *rate,
@@ -117,4 +133,106 @@ func progressLine(p load.Progress, duration time.Duration) string {
 		line += fmt.Sprintf(" of %s", duration)
 	}
 	return line
+}
+
+// sweepArgs are lab load's flags for a sweep.
+type sweepArgs struct {
+	request, scenario, rates, target, svg, provider string
+	lines                                           int
+	step, timeout, deadline                         time.Duration
+	reset, json                                     bool
+	set                                             map[string]bool // the flags given
+}
+
+// runSweep runs offered-load steps against several targets side by side
+// and prints the table (or JSON), and writes the SVG.
+func runSweep(fs *flag.FlagSet, stderr, stdout io.Writer, a sweepArgs) int {
+	if a.rates == "" {
+		return usageError(fs, stderr, "--svg draws a sweep: give --rates R1,R2,...")
+	}
+	for _, f := range []string{"rate", "concurrency", "requests"} {
+		if a.set[f] {
+			return usageError(fs, stderr, "--%s is not for a sweep: --rates R1,R2,... sets the load, --duration each step", f)
+		}
+	}
+	rs, err := load.ParseRates(a.rates)
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	if len(rs) < 2 {
+		return usageError(fs, stderr, "--rates %q: a sweep needs two steps or more (one rate: --rate R)", a.rates)
+	}
+	targets, err := load.ParseTargets(a.target)
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	if a.request == "quote" && a.lines != 0 {
+		return usageError(fs, stderr, "--lines is for baskets: lab load basket --lines N")
+	}
+	if a.timeout <= 0 {
+		return usageError(fs, stderr, "--timeout %s: want a positive duration (one request's limit)", a.timeout)
+	}
+	c := load.SweepConfig{Rates: rs, Step: a.step, Targets: targets, Reset: a.reset,
+		Base: load.Config{Request: a.request, Lines: a.lines, Scenario: a.scenario, Timeout: a.timeout, Deadline: a.deadline}}
+	for _, p := range strings.Split(a.provider, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			c.Providers = append(c.Providers, p)
+		}
+	}
+	if a.step == 0 {
+		return usageError(fs, stderr, "give --duration D: how long each step lasts")
+	}
+	if err := c.Validate(); err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	if a.svg != "" {
+		// Refuse a file that cannot be written before the run, not after.
+		f, err := os.OpenFile(a.svg, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return usageError(fs, stderr, "--svg %s: %v", a.svg, err)
+		}
+		f.Close()
+	}
+	ctx, stop := stopContext()
+	defer stop()
+	if f, ok := stderr.(*os.File); ok && watch.IsTerminal(f) {
+		c.Progress = func(i int, rate float64) {
+			fmt.Fprintf(stderr, "\r%-70s", fmt.Sprintf("lab load: step %d of %d, %g/s, %s", i+1, len(rs), rate, a.step))
+		}
+		defer fmt.Fprintf(stderr, "\r%-70s\r", "")
+	}
+	sw, err := load.RunSweep(ctx, c)
+	if err != nil {
+		fmt.Fprintf(stderr, "lab load: %v\n", err)
+		return 1
+	}
+	if a.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(sw)
+	} else {
+		sw.Text(stdout)
+	}
+	if a.svg != "" {
+		var b strings.Builder
+		sw.SVG(&b)
+		if err := os.WriteFile(a.svg, []byte(b.String()), 0o644); err != nil {
+			fmt.Fprintf(stderr, "lab load: %v\n", err)
+			return 1
+		}
+		if !a.json {
+			fmt.Fprintf(stdout, "wrote %s\n", a.svg)
+		}
+	}
+	answered := 0
+	for _, pts := range sw.Points {
+		for _, p := range pts {
+			answered += p.Requests - p.Statuses["error"]
+		}
+	}
+	if answered == 0 {
+		fmt.Fprintln(stderr, "lab load: no request of the sweep was answered (is QuoteFlow running at the targets?)")
+		return 1
+	}
+	return 0
 }

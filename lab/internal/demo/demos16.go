@@ -38,6 +38,8 @@ var All = []Demo{
 	{18, "tail", "300 quotes at tail then 100 at slow through QuoteFlow: --no-hedge, checkpoint 18, its no_budget mutant", tailDemo},
 	{19, "brownout", "2 quotes at a time for 20 s, boreal down (503) for 8 s: as 18, stale only, checkpoint 19's breakers", brownout503},
 	{19, "brownout-hang", "the same with boreal hanging past the quote's budget: as 18, stale only, checkpoint 19's breakers", brownoutHang},
+	{20, "capacity", "60 quotes a second for 90 s while each supplier serves 12, then 4, then 12 calls at once: fixed 6, fixed 24, adaptive", capacityDemo},
+	{20, "priority", "40 single quotes and 8 ten-line baskets a second at C 12: lesson 19's limits vs checkpoint 20 (quotes first, basket lines shed)", priorityDemo},
 }
 
 // Find returns lesson's demos, or only the one named.

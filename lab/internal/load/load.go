@@ -40,6 +40,9 @@ type Config struct {
 	Timeout     time.Duration // one request's limit (0: 30 s)
 	Provider    string        // provider lab base URL for /stats ("" for none)
 	Reset       bool          // POST /reset on the provider first, so max_active is this run's
+	// Deadline, when set, makes the report count Good: answers 200,
+	// complete, within it.
+	Deadline time.Duration
 	// Progress, when set, is called about every 250 ms while the run lasts,
 	// from one goroutine.
 	Progress func(Progress)
@@ -116,6 +119,7 @@ type Report struct {
 	Details    map[string]int `json:"details"`            // a non-200's "detail" -> count
 	Errors     map[string]int `json:"errors"`             // transport errors (no HTTP answer)
 	Pending    int            `json:"pending"`            // baskets: failures queued
+	Good       int            `json:"good,omitempty"`     // with a Deadline: answers 200, complete (no failure, no stale price, every line complete), within it
 	LatencyMs  Percentiles    `json:"latency_ms"`         // over every request
 	Histogram  []Bucket       `json:"histogram"`          // latency buckets
 	Provider   *ProviderDiff  `json:"provider,omitempty"` // nil without --provider
@@ -418,7 +422,9 @@ func Run(ctx context.Context, c Config) (Report, error) {
 			}
 			m.Add(res)
 			done++
-			r.count(res)
+			if r.count(res) && c.Deadline > 0 && res.Latency <= c.Deadline {
+				r.Good++
+			}
 		case <-tick:
 			progress()
 		}
@@ -490,8 +496,10 @@ func round(v float64, places int) float64 {
 	return math.Round(v*p) / p
 }
 
-// count adds one answer's statuses and codes.
-func (r *Report) count(res *vegeta.Result) {
+// count adds one answer's statuses and codes, and says whether it is a
+// complete answer: 200, no failure in it, no stale price, every basket
+// line complete.
+func (r *Report) count(res *vegeta.Result) (complete bool) {
 	if res.Code == 0 {
 		r.Statuses["error"]++
 		msg := res.Error
@@ -499,7 +507,7 @@ func (r *Report) count(res *vegeta.Result) {
 			msg = msg[i+2:]
 		}
 		r.Errors[msg]++
-		return
+		return false
 	}
 	r.Statuses[strconv.Itoa(int(res.Code))]++
 	var body struct {
@@ -508,6 +516,9 @@ func (r *Report) count(res *vegeta.Result) {
 		Failures []struct {
 			Code string `json:"code"`
 		} `json:"failures"`
+		Quotes []struct {
+			Stale bool `json:"stale"`
+		} `json:"quotes"`
 		Items []struct {
 			Status   string `json:"status"`
 			Failures []struct {
@@ -516,21 +527,27 @@ func (r *Report) count(res *vegeta.Result) {
 		} `json:"items"`
 	}
 	if json.Unmarshal(bytes.TrimSpace(res.Body), &body) != nil {
-		return
+		return false
 	}
 	if body.Detail != "" {
 		r.Details[body.Detail]++
 	}
+	complete = res.Code == http.StatusOK && len(body.Failures) == 0
 	for _, f := range body.Failures {
 		r.Failures[f.Code]++
+	}
+	for _, q := range body.Quotes {
+		complete = complete && !q.Stale
 	}
 	r.Pending += body.Pending
 	for _, it := range body.Items {
 		r.Lines[it.Status]++
+		complete = complete && it.Status == "complete"
 		for _, f := range it.Failures {
 			r.Failures[f.Code]++
 		}
 	}
+	return complete
 }
 
 // Text writes the report for a person.

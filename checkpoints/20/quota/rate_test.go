@@ -1,0 +1,196 @@
+package quota_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"quoteflowlab.dev/checkpoints/20/quota"
+)
+
+// admission is one call the rate quota let through, bracketed by the local
+// clock: Redis admitted it at some moment between from and to.
+type admission struct{ from, to time.Time }
+
+// crowded returns a set of more than n admissions that certainly fell in one
+// window of length per (the latest end minus the earliest start is shorter
+// than per), or nil. Admissions that merely might share a window are not
+// counted: the check can miss a violation, never invent one.
+func crowded(adm []admission, n int, per time.Duration) []admission {
+	for _, first := range adm {
+		var later []admission
+		for _, a := range adm {
+			if !a.from.Before(first.from) {
+				later = append(later, a)
+			}
+		}
+		if len(later) <= n {
+			continue
+		}
+		slices.SortFunc(later, func(a, b admission) int { return a.to.Compare(b.to) })
+		if set := later[:n+1]; set[n].to.Sub(first.from) < per {
+			return set
+		}
+	}
+	return nil
+}
+
+// Three processes share boreal's rate of 5 per 200 ms: twelve goroutines
+// asking as fast as they can get no window of 200 ms with more than 5
+// admissions, and the quota still admits at about its rate.
+func TestRedisRateHoldsAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	rate := quota.Rate{N: 5, Per: 200 * time.Millisecond}
+	qs := processes(t, s.URL(), 3, quota.RedisConfig{Rate: rate})
+	const run = 1200 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), run)
+	defer cancel()
+	var mu sync.Mutex
+	var adm []admission
+	var wg sync.WaitGroup
+	for _, q := range qs {
+		for range 4 {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					from := time.Now()
+					ok, wait, err := q.Allow(ctx, "boreal")
+					to := time.Now()
+					if err != nil {
+						if ctx.Err() == nil {
+							t.Errorf("Allow: %v", err)
+						}
+						return
+					}
+					if ok {
+						mu.Lock()
+						adm = append(adm, admission{from, to})
+						mu.Unlock()
+						continue
+					}
+					if wait <= 0 || wait > rate.Per {
+						t.Errorf("Allow refused with retry-after %s, want in (0, %s]", wait, rate.Per)
+						return
+					}
+					time.Sleep(wait / 2)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	// Redis stamps each admission with its clock, this test with its own
+	// monotonic one: over a window they may differ by a hair, never by 5 ms.
+	const clocks = 5 * time.Millisecond
+	if set := crowded(adm, rate.N, rate.Per-clocks); set != nil {
+		t.Errorf("%d admissions within %s of each other across 3 processes, want at most %d in any %s",
+			len(set), set[len(set)-1].to.Sub(set[0].from), rate.N, rate.Per)
+	}
+	// 1.2 s is 6 windows of 5: the quota must not starve its callers either.
+	if len(adm) < 20 || len(adm) > 35 {
+		t.Errorf("%d admissions in %s at 5 per 200 ms, want about 30", len(adm), run)
+	}
+}
+
+// Wait returns as soon as the rate has room, and says ErrRateLimited at
+// once when the room comes after the deadline. The window is long (2 s) so
+// that a busy machine cannot use it up before the checks: every bound below
+// holds however slow the calls are.
+func TestRedisWaitHonoursTheDeadline(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	const per = 2 * time.Second
+	rate := quota.Rate{N: 5, Per: per}
+	qs := processes(t, s.URL(), 2, quota.RedisConfig{Rate: rate})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	first := time.Now() // before the first admission: the window's room comes back per after it at the earliest
+	for i := range 5 {
+		if err := qs[i%2].Wait(ctx, "boreal"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A deadline the room cannot come before: it comes back a window after
+	// the first admission, which was after first.
+	deadline := first.Add(per * 3 / 4)
+	if left := time.Until(deadline); left > per/4 { // the 5 calls took under half a window, as they always should
+		short, cancelShort := context.WithDeadline(ctx, deadline)
+		start := time.Now()
+		if err := qs[0].Wait(short, "boreal"); !errors.Is(err, quota.ErrRateLimited) {
+			t.Errorf("Wait with a full window and %v left = %v, want ErrRateLimited", left.Round(time.Millisecond), err)
+		}
+		// Waiting out the deadline would take left; saying so at once,
+		// a round trip.
+		if took := time.Since(start); took > per/8 {
+			t.Errorf("ErrRateLimited came after %s, want at once (not after waiting for the deadline)", took)
+		}
+		cancelShort()
+	} else {
+		t.Errorf("five calls took %s of a %s window: the machine is too slow for this test", time.Since(first), per)
+	}
+	if err := qs[1].Wait(ctx, "atlas"); err != nil {
+		t.Errorf("another supplier's rate was used up too: %v", err)
+	}
+	if err := qs[1].Wait(ctx, "boreal"); err != nil {
+		t.Fatal(err)
+	}
+	// A little slack: Redis stamps the admissions with its own clock.
+	if since := time.Since(first); since < per-5*time.Millisecond {
+		t.Errorf("the 6th call to boreal came %s after the first 5 began, want a window (%s): the rate let it in early", since, per)
+	}
+}
+
+// A weighted rate bounds the cost admitted per window, over every process:
+// two orders of 60 units do not fit in 100 where two calls would, a 40 still
+// does, and an order larger than the whole window never gets in.
+func TestRedisWeightedRateBoundsTheCostAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	qs := processes(t, s.URL(), 3, quota.RedisConfig{Rate: quota.Rate{N: 100, Per: time.Minute}})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	short := func() context.Context {
+		c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		t.Cleanup(cancel)
+		return c
+	}
+	if err := qs[0].WaitN(ctx, "boreal", 60); err != nil {
+		t.Fatalf("process 0, cost 60 of an empty window of 100: %v", err)
+	}
+	if err := qs[1].WaitN(short(), "boreal", 60); !errors.Is(err, quota.ErrRateLimited) {
+		t.Errorf("process 1, cost 60 after 60 of 100: %v, want ErrRateLimited (the window frees in a minute)", err)
+	}
+	if err := qs[2].WaitN(ctx, "boreal", 40); err != nil {
+		t.Errorf("process 2, cost 40 after 60 of 100: %v, want admitted", err)
+	}
+	if err := qs[1].Wait(short(), "boreal"); !errors.Is(err, quota.ErrRateLimited) {
+		t.Errorf("process 1, one call with 100 of 100 used: %v, want ErrRateLimited", err)
+	}
+	if err := qs[1].WaitN(ctx, "atlas", 101); !errors.Is(err, quota.ErrRateLimited) {
+		t.Errorf("cost 101 in a window of 100: %v, want ErrRateLimited at once", err)
+	}
+}
+
+// A call that does not fit waits until enough cost has left the window.
+func TestRedisWeightedWaitEndsWhenTheCostLeaves(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	const per = 300 * time.Millisecond
+	qs := processes(t, s.URL(), 2, quota.RedisConfig{Rate: quota.Rate{N: 100, Per: per}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := qs[0].WaitN(ctx, "boreal", 60); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := qs[1].WaitN(ctx, "boreal", 60); err != nil {
+		t.Fatalf("the second 60 should get in once the first leaves the window: %v", err)
+	}
+	// Redis admitted the first before start: the second cannot be admitted
+	// until per after that, less the moment between the two (a lower bound).
+	if waited := time.Since(start); waited < per-50*time.Millisecond {
+		t.Errorf("the second 60 got in after %v, before the first had left the %v window", waited, per)
+	}
+}

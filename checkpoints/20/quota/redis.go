@@ -1,0 +1,422 @@
+package quota
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// Defaults for the zero fields of RedisConfig.
+const (
+	DefaultPrefix    = "quoteflow"
+	DefaultLimit     = 6
+	DefaultTTL       = 2 * time.Second
+	DefaultPoll      = 20 * time.Millisecond
+	DefaultOpTimeout = 250 * time.Millisecond
+)
+
+// RedisConfig holds a Redis quota's settings; a zero field takes its default.
+// Every process sharing a quota must use the same Prefix, Limit, TTL and Rate.
+type RedisConfig struct {
+	Prefix    string        // keys are "{Prefix}:…" (one hash slot, so a cluster keeps them together)
+	Limit     int           // concurrent calls for all processes together
+	TTL       time.Duration // a lease not renewed for this long expires; renewed every TTL/3
+	Rate      Rate          // per key (supplier); the zero Rate: none
+	Poll      time.Duration // mean pause between tries while the quota is full (jittered ±50%)
+	OpTimeout time.Duration // one round trip to Redis; slower is ErrUnavailable
+}
+
+// Redis is a quota shared through a Redis server by every process that uses
+// the same keys. Each admitted call holds a lease: a member of a sorted set
+// whose score is its expiry on Redis's clock. A call renews its lease while
+// it runs; a process that dies stops renewing, and its leases expire within
+// the TTL, so no slot is lost for good.
+//
+// When Redis cannot be reached, Acquire and Wait fail with ErrUnavailable
+// (closed, never open); the next call after Redis is back succeeds again.
+// Redis is safe for concurrent use. Close stops the renewals.
+type Redis struct {
+	rdb       Client
+	limit     int
+	ttl       time.Duration
+	rate      Rate
+	poll      time.Duration
+	opTimeout time.Duration
+	prefix    string
+	leases    string // sorted set of leases
+	waiting   string // sorted set of the callers waiting in line (acquireScript)
+	epoch     string // which incarnation of the store (scripts.go)
+	owner     string // random, names this process's leases
+	seq       atomic.Uint64
+
+	mu     sync.Mutex
+	held   map[string]struct{} // leases this process holds
+	seen   string              // the epoch last seen
+	closed bool
+
+	renewing sync.Mutex     // held while a renewal runs: a release's removal waits for it (Release)
+	releases sync.WaitGroup // lease removals under way (Release); Close waits for them
+	stop     chan struct{}
+	stopped  chan struct{}
+	lost     atomic.Int64 // renewals that found no room (see Lost)
+}
+
+// Client is what a Redis quota needs of a go-redis client; *redis.Client
+// and *redis.ClusterClient have it.
+type Client interface {
+	redis.Scripter
+	ZRem(ctx context.Context, key string, members ...any) *redis.IntCmd
+	HGet(ctx context.Context, key, field string) *redis.StringCmd
+}
+
+// NewRedis returns a quota kept in the Redis server behind rdb and starts
+// renewing its leases; Close stops that. rdb stays the caller's to close,
+// after Close. Use NewClient for a client with the timeouts a quota needs.
+func NewRedis(rdb Client, cfg RedisConfig) (*Redis, error) {
+	if cfg.Limit < 0 || cfg.TTL < 0 || cfg.Poll < 0 || cfg.OpTimeout < 0 {
+		return nil, errors.New("quota: Limit, TTL, Poll and OpTimeout must not be negative")
+	}
+	if err := cfg.Rate.validate(); err != nil {
+		return nil, err
+	}
+	ttl := cmp.Or(cfg.TTL, DefaultTTL)
+	if ttl < 30*time.Millisecond {
+		return nil, errors.New("quota: TTL must be at least 30ms")
+	}
+	prefix := "{" + cmp.Or(cfg.Prefix, DefaultPrefix) + "}:"
+	q := &Redis{
+		rdb:       rdb,
+		limit:     cmp.Or(cfg.Limit, DefaultLimit),
+		ttl:       ttl,
+		rate:      cfg.Rate,
+		poll:      cmp.Or(cfg.Poll, DefaultPoll),
+		opTimeout: cmp.Or(cfg.OpTimeout, DefaultOpTimeout),
+		prefix:    prefix,
+		leases:    prefix + "leases",
+		waiting:   prefix + "waiting",
+		epoch:     prefix + "epoch",
+		owner:     randomID(),
+		held:      map[string]struct{}{},
+		stop:      make(chan struct{}),
+		stopped:   make(chan struct{}),
+	}
+	q.learnEpoch()
+	go q.renewLoop()
+	return q, nil
+}
+
+// learnEpoch reads which incarnation of the store this is, if there is one
+// and Redis answers: a process that knows it can tell, later, that the store
+// restarted empty (acquireScript). Best effort; never creates the epoch.
+func (q *Redis) learnEpoch() {
+	ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
+	defer cancel()
+	epoch, err := q.rdb.HGet(ctx, q.epoch, "id").Result()
+	if err != nil {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.seen == "" {
+		q.seen = epoch
+	}
+}
+
+// NewClient returns a go-redis client for url ("redis://127.0.0.1:6379/0")
+// set up for a quota: every command honours its context, a dead server is
+// noticed within a few hundred milliseconds, and a dropped connection is
+// retried (the scripts are safe to run twice).
+func NewClient(url string) (*redis.Client, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("quota: Redis URL %q: %w", url, err)
+	}
+	opt.ContextTimeoutEnabled = true
+	opt.DialTimeout = DefaultOpTimeout
+	opt.DialerRetries = 1
+	opt.ReadTimeout = 2 * DefaultOpTimeout
+	opt.WriteTimeout = 2 * DefaultOpTimeout
+	opt.MaxRetries = 2
+	opt.MinRetryBackoff = 5 * time.Millisecond
+	opt.MaxRetryBackoff = 50 * time.Millisecond
+	opt.DisableIdentity = true
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	return redis.NewClient(opt), nil
+}
+
+// Acquire takes a lease (see Quota). While the quota is full it tries again
+// after a jittered pause, until ctx ends; waiting in line is paid from ctx's
+// deadline like the call itself. The lease is renewed until Release.
+// While it waits it holds a place in line, in Redis, that every process's
+// TryAcquire respects: a hedge never takes the slot it is waiting for.
+func (q *Redis) Acquire(ctx context.Context) error {
+	id := q.newID()
+	for n := 0; ; n++ {
+		ok, err := q.tryAcquire(ctx, id, true)
+		if err != nil || ok {
+			// Once in line (a refused try before), or when the caller gave up
+			// during a try that Redis may have run (and put it in line, where
+			// its place would hold a slot for a waiter who is gone), it
+			// leaves the line. A first try that failed because Redis is down
+			// put nothing there.
+			if err != nil && (n > 0 || ctx.Err() != nil) {
+				q.leaveLine(id)
+			}
+			return err
+		}
+		if err := sleep(ctx, jitter(q.poll)); err != nil {
+			q.leaveLine(id)
+			return err
+		}
+	}
+}
+
+// TryAcquire takes a lease if the quota has room now and no caller of
+// Acquire, in any process, is waiting in line for one (one round trip, no
+// polling), and reports whether it did; the lease is renewed until Release.
+func (q *Redis) TryAcquire(ctx context.Context) (bool, error) {
+	return q.tryAcquire(ctx, q.newID(), false)
+}
+
+// leaveLine gives up the place in line of an Acquire that stopped waiting,
+// in the background like a release (its place would expire by itself, but
+// until then it would keep hedges out).
+func (q *Redis) leaveLine(id string) {
+	q.mu.Lock()
+	closed := q.closed
+	if !closed {
+		q.releases.Add(1) // before Close can wait: it sets closed under mu
+	}
+	q.mu.Unlock()
+	if closed {
+		return
+	}
+	go func() {
+		defer q.releases.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
+		defer cancel()
+		q.rdb.ZRem(ctx, q.waiting, id)
+	}()
+}
+
+// tryAcquire runs acquireScript once: one round trip, atomic. wait says the
+// caller waits in line when refused (Acquire), and may not pass those who do
+// when it does not (TryAcquire).
+func (q *Redis) tryAcquire(ctx context.Context, id string, wait bool) (bool, error) {
+	q.mu.Lock()
+	seen, closed := q.seen, q.closed
+	q.mu.Unlock()
+	if closed {
+		return false, fmt.Errorf("%w: the quota is closed", ErrUnavailable)
+	}
+	op, cancel := context.WithTimeout(ctx, q.opTimeout)
+	defer cancel()
+	mode := "try"
+	if wait {
+		mode = "wait"
+	}
+	res, err := acquireScript.Run(op, q.rdb, []string{q.leases, q.epoch, q.waiting},
+		q.limit, q.ttl.Milliseconds(), id, seen, randomID(), mode, q.placeInLine().Milliseconds()).Slice()
+	if err != nil {
+		return false, q.unavailable(ctx, err)
+	}
+	admitted, epoch := res[0].(int64) == 1, res[1].(string)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.seen = epoch
+	if admitted {
+		q.held[id] = struct{}{}
+	}
+	return admitted, nil
+}
+
+// placeInLine is how long a waiter's place in line lasts without a new try:
+// a TTL, and at least a few of its pauses.
+func (q *Redis) placeInLine() time.Duration { return max(q.ttl, 4*q.poll) }
+
+// Release gives back one of the leases this process holds (they are all
+// alike); it panics when none is held. It waits for nothing: the lease
+// leaves the held set at once, so no later renewal names it, and is removed
+// from Redis in the background, after any renewal in flight (which might
+// otherwise add it back) and within OpTimeout. A stalled Redis, or a
+// renewal stuck in one, never delays the caller's answer. If Redis cannot
+// be reached the lease expires by itself within the TTL.
+func (q *Redis) Release() {
+	q.mu.Lock()
+	var id string
+	for id = range q.held {
+		break
+	}
+	delete(q.held, id)
+	closed := q.closed
+	if !closed && id != "" {
+		q.releases.Add(1) // before Close can wait: it sets closed under mu
+	}
+	q.mu.Unlock()
+	if id == "" {
+		panic("quota: Release without a matching Acquire")
+	}
+	if closed {
+		return // no more renewals: the lease expires within the TTL
+	}
+	go func() {
+		defer q.releases.Done()
+		q.renewing.Lock() // a renewal that read the lease before it left has ended
+		q.renewing.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
+		defer cancel()
+		q.rdb.ZRem(ctx, q.leases, id)
+	}()
+}
+
+// renewLoop renews every held lease every TTL/3, in one round trip.
+func (q *Redis) renewLoop() {
+	defer close(q.stopped)
+	tick := time.NewTicker(q.ttl / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-q.stop:
+			return
+		case <-tick.C:
+			q.renew()
+			q.mu.Lock()
+			unknown := q.seen == ""
+			q.mu.Unlock()
+			if unknown {
+				q.learnEpoch()
+			}
+		}
+	}
+}
+
+func (q *Redis) renew() {
+	q.renewing.Lock()
+	defer q.renewing.Unlock()
+	q.mu.Lock()
+	args := []any{q.limit, q.ttl.Milliseconds(), q.seen, randomID()}
+	for id := range q.held {
+		args = append(args, id)
+	}
+	q.mu.Unlock()
+	if len(args) == 4 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
+	defer cancel()
+	res, err := renewScript.Run(ctx, q.rdb, []string{q.leases, q.epoch}, args...).Slice()
+	if err != nil {
+		return // Redis out of reach: the next tick tries again
+	}
+	q.mu.Lock()
+	q.seen = res[0].(string)
+	q.mu.Unlock()
+	q.lost.Add(res[1].(int64))
+}
+
+// Wait admits one call to key within the rate (see Quota). With the zero
+// Rate it returns nil at once.
+func (q *Redis) Wait(ctx context.Context, key string) error { return q.WaitN(ctx, key, 1) }
+
+// WaitN admits one call of cost to key within the rate (see Quota): one
+// script both weighs the window and adds the call.
+func (q *Redis) WaitN(ctx context.Context, key string, cost int) error {
+	if q.rate.Unlimited() {
+		return nil
+	}
+	id := q.newID()
+	for {
+		ok, wait, err := q.allow(ctx, key, id, cost)
+		if err != nil || ok {
+			return err
+		}
+		if wait < 0 || !fits(ctx, wait) {
+			return ErrRateLimited
+		}
+		// A little jitter, so the waiters for one free moment do not all
+		// arrive at once.
+		if err := sleep(ctx, wait+jitter(q.poll)/4); err != nil {
+			return err
+		}
+	}
+}
+
+// Allow runs the rate script once for key: ok, or how long until a call
+// could fit. It is Wait without the waiting.
+func (q *Redis) Allow(ctx context.Context, key string) (ok bool, retryAfter time.Duration, err error) {
+	if q.rate.Unlimited() {
+		return true, 0, nil
+	}
+	return q.allow(ctx, key, q.newID(), 1)
+}
+
+// allow runs the rate script once for a call of cost: ok, or how long until
+// it could fit (negative: never, its cost is more than the rate).
+func (q *Redis) allow(ctx context.Context, key, id string, cost int) (bool, time.Duration, error) {
+	if cost < 1 {
+		cost = 1
+	}
+	op, cancel := context.WithTimeout(ctx, q.opTimeout)
+	defer cancel()
+	us, err := rateScript.Run(op, q.rdb, []string{q.prefix + "rate:" + key},
+		q.rate.N, q.rate.Per.Microseconds(), id, cost).Int64()
+	if err != nil {
+		return false, 0, q.unavailable(ctx, err)
+	}
+	return us == 0, time.Duration(us) * time.Microsecond, nil
+}
+
+// Held is the number of leases this process holds now.
+func (q *Redis) Held() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.held)
+}
+
+// Lost counts renewals that found the lease gone and no room to add it back
+// (the store lost it while more calls than the limit were admitted).
+func (q *Redis) Lost() int64 { return q.lost.Load() }
+
+// Close stops renewing. Leases still held are not released: they expire
+// within the TTL, exactly as if the process had died. Acquire after Close
+// fails with ErrUnavailable. Close does not close the Redis client.
+func (q *Redis) Close() {
+	q.mu.Lock()
+	already := q.closed
+	q.closed = true
+	q.mu.Unlock()
+	if !already {
+		close(q.stop)
+	}
+	<-q.stopped
+	q.releases.Wait()
+}
+
+// unavailable classifies a failed round trip: the caller's own deadline or
+// cancellation is reported as ctx's error, anything else as ErrUnavailable.
+func (q *Redis) unavailable(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+func (q *Redis) newID() string {
+	return q.owner + ":" + strconv.FormatUint(q.seq.Add(1), 36)
+}
+
+func randomID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
