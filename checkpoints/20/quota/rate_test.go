@@ -71,8 +71,9 @@ func TestRedisRateHoldsAcrossProcesses(t *testing.T) {
 						mu.Unlock()
 						continue
 					}
-					if wait <= 0 || wait > rate.Per {
-						t.Errorf("Allow refused with retry-after %s, want in (0, %s]", wait, rate.Per)
+					// The window is counted in buckets: a call may wait one more.
+					if most := rate.Per + rate.Per/quota.RateBuckets; wait <= 0 || wait > most {
+						t.Errorf("Allow refused with retry-after %s, want in (0, %s]: a window and one bucket at most", wait, most)
 						return
 					}
 					time.Sleep(wait / 2)
@@ -192,5 +193,29 @@ func TestRedisWeightedWaitEndsWhenTheCostLeaves(t *testing.T) {
 	// until per after that, less the moment between the two (a lower bound).
 	if waited := time.Since(start); waited < per-50*time.Millisecond {
 		t.Errorf("the second 60 got in after %v, before the first had left the %v window", waited, per)
+	}
+}
+
+// The rate quota's memory does not grow with the rate: after a thousand
+// calls admitted within one window, the key holds a counter per bucket of
+// the window (at most RateBuckets + 1 of them), not a member per call.
+func TestRedisRateMemoryIsBoundedWhateverTheRate(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	qs := processes(t, s.URL(), 1, quota.RedisConfig{Rate: quota.Rate{N: 1_000_000, Per: 100 * time.Millisecond}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := range 1000 {
+		ok, _, err := qs[0].Allow(ctx, "boreal")
+		if err != nil || !ok {
+			t.Fatalf("call %d of a million per 100 ms: %v, %v; want admitted", i, ok, err)
+		}
+	}
+	n, err := client(t, s.URL()).HLen(ctx, "{quoteflow}:rate:boreal").Result()
+	if err != nil {
+		t.Fatalf("the rate key is not a hash of counters: %v", err)
+	}
+	if n < 1 || n > quota.RateBuckets+1 {
+		t.Errorf("after 1000 admissions the rate key holds %d counters, want 1 to %d", n, quota.RateBuckets+1)
 	}
 }

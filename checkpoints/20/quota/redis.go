@@ -21,7 +21,7 @@ const (
 	DefaultPrefix    = "quoteflow"
 	DefaultLimit     = 6
 	DefaultTTL       = 2 * time.Second
-	DefaultPoll      = 20 * time.Millisecond
+	DefaultPoll      = 250 * time.Millisecond
 	DefaultOpTimeout = 250 * time.Millisecond
 )
 
@@ -32,7 +32,7 @@ type RedisConfig struct {
 	Limit     int           // concurrent calls for all processes together
 	TTL       time.Duration // a lease not renewed for this long expires; renewed every TTL/3
 	Rate      Rate          // per key (supplier); the zero Rate: none
-	Poll      time.Duration // mean pause between tries while the quota is full (jittered ±50%)
+	Poll      time.Duration // a waiter not woken tries again after this (jittered ±50%): a lost wake-up costs no more
 	OpTimeout time.Duration // one round trip to Redis; slower is ErrUnavailable
 }
 
@@ -41,6 +41,13 @@ type RedisConfig struct {
 // whose score is its expiry on Redis's clock. A call renews its lease while
 // it runs; a process that dies stops renewing, and its leases expire within
 // the TTL, so no slot is lost for good.
+//
+// A caller that finds the quota full waits in line, in Redis, and sleeps: the
+// release (or renewal, or try) that frees a slot gives it to the first in
+// line and wakes that caller through a channel its process listens to
+// (grantLua in scripts.go). It tries again by itself only when the first
+// lease would expire, and every Poll as a safety net. TryAcquire (a hedge)
+// never passes a caller waiting in line, in any process.
 //
 // When Redis cannot be reached, Acquire and Wait fail with ErrUnavailable
 // (closed, never open); the next call after Redis is back succeeds again.
@@ -53,29 +60,33 @@ type Redis struct {
 	poll      time.Duration
 	opTimeout time.Duration
 	prefix    string
-	leases    string // sorted set of leases
-	waiting   string // sorted set of the callers waiting in line (acquireScript)
-	epoch     string // which incarnation of the store (scripts.go)
-	owner     string // random, names this process's leases
+	leases    string        // sorted set of leases
+	waiting   string        // sorted set of places in line, by expiry (acquireScript): hedges respect it
+	line      string        // sorted set of the same callers, in the order they came
+	wake      *redis.PubSub // this process's wake-ups: ids granted a lease while they waited
+	epoch     string        // which incarnation of the store (scripts.go)
+	owner     string        // random, names this process's leases
 	seq       atomic.Uint64
 
-	mu     sync.Mutex
-	held   map[string]struct{} // leases this process holds
-	seen   string              // the epoch last seen
-	closed bool
+	mu      sync.Mutex
+	held    map[string]struct{}      // leases this process holds
+	waiters map[string]chan struct{} // callers of Acquire waiting in line, by the id they wait for
+	seen    string                   // the epoch last seen
+	closed  bool
 
 	renewing sync.Mutex     // held while a renewal runs: a release's removal waits for it (Release)
 	releases sync.WaitGroup // lease removals under way (Release); Close waits for them
 	stop     chan struct{}
 	stopped  chan struct{}
-	lost     atomic.Int64 // renewals that found no room (see Lost)
+	woke     chan struct{} // closed when wakeLoop has ended
+	lost     atomic.Int64  // renewals that found no room (see Lost)
 }
 
 // Client is what a Redis quota needs of a go-redis client; *redis.Client
 // and *redis.ClusterClient have it.
 type Client interface {
 	redis.Scripter
-	ZRem(ctx context.Context, key string, members ...any) *redis.IntCmd
+	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
 	HGet(ctx context.Context, key, field string) *redis.StringCmd
 }
 
@@ -104,14 +115,19 @@ func NewRedis(rdb Client, cfg RedisConfig) (*Redis, error) {
 		prefix:    prefix,
 		leases:    prefix + "leases",
 		waiting:   prefix + "waiting",
+		line:      prefix + "line",
 		epoch:     prefix + "epoch",
 		owner:     randomID(),
 		held:      map[string]struct{}{},
+		waiters:   map[string]chan struct{}{},
 		stop:      make(chan struct{}),
 		stopped:   make(chan struct{}),
+		woke:      make(chan struct{}),
 	}
+	q.subscribe()
 	q.learnEpoch()
 	go q.renewLoop()
+	go q.wakeLoop()
 	return q, nil
 }
 
@@ -154,29 +170,48 @@ func NewClient(url string) (*redis.Client, error) {
 	return redis.NewClient(opt), nil
 }
 
-// Acquire takes a lease (see Quota). While the quota is full it tries again
-// after a jittered pause, until ctx ends; waiting in line is paid from ctx's
-// deadline like the call itself. The lease is renewed until Release.
-// While it waits it holds a place in line, in Redis, that every process's
-// TryAcquire respects: a hedge never takes the slot it is waiting for.
+// Acquire takes a lease (see Quota). While the quota is full it waits in
+// line until a slot is granted to it, or ctx ends; waiting in line is paid
+// from ctx's deadline like the call itself. It sleeps until it is woken,
+// until the first lease would expire (its process may have died), or for
+// a jittered Poll at most, then tries again. The lease is renewed until
+// Release. While it waits it holds a place in line, in Redis, that every
+// process's TryAcquire respects: a hedge never takes the slot it is waiting
+// for.
 func (q *Redis) Acquire(ctx context.Context) error {
 	id := q.newID()
+	woken := q.expect(id) // before the first try: a grant may come before its answer
+	defer q.forget(id)
 	for n := 0; ; n++ {
-		ok, err := q.tryAcquire(ctx, id, true)
+		ok, retry, err := q.tryAcquire(ctx, id, true)
 		if err != nil || ok {
 			// Once in line (a refused try before), or when the caller gave up
 			// during a try that Redis may have run (and put it in line, where
-			// its place would hold a slot for a waiter who is gone), it
-			// leaves the line. A first try that failed because Redis is down
-			// put nothing there.
+			// a slot would be granted to a waiter who is gone), it leaves the
+			// line. A first try that failed because Redis is down put nothing
+			// there.
 			if err != nil && (n > 0 || ctx.Err() != nil) {
 				q.leaveLine(id)
 			}
 			return err
 		}
-		if err := sleep(ctx, jitter(q.poll)); err != nil {
-			q.leaveLine(id)
-			return err
+		wait := jitter(q.poll)
+		if retry > 0 {
+			wait = min(wait, retry)
+		}
+		pause := time.NewTimer(wait)
+		select {
+		case <-woken: // granted: the lease is in Redis, renewed from now on
+			pause.Stop()
+			q.mu.Lock()
+			q.held[id] = struct{}{}
+			q.mu.Unlock()
+			return nil
+		case <-pause.C:
+		case <-ctx.Done():
+			pause.Stop()
+			q.leaveLine(id) // and gives back a lease granted meanwhile
+			return ctx.Err()
 		}
 	}
 }
@@ -185,12 +220,83 @@ func (q *Redis) Acquire(ctx context.Context) error {
 // Acquire, in any process, is waiting in line for one (one round trip, no
 // polling), and reports whether it did; the lease is renewed until Release.
 func (q *Redis) TryAcquire(ctx context.Context) (bool, error) {
-	return q.tryAcquire(ctx, q.newID(), false)
+	ok, _, err := q.tryAcquire(ctx, q.newID(), false)
+	return ok, err
+}
+
+// expect registers a caller of Acquire waiting for lease id: wakeLoop
+// signals the channel when Redis grants it.
+func (q *Redis) expect(id string) chan struct{} {
+	ch := make(chan struct{}, 1)
+	q.mu.Lock()
+	q.waiters[id] = ch
+	q.mu.Unlock()
+	return ch
+}
+
+func (q *Redis) forget(id string) {
+	q.mu.Lock()
+	delete(q.waiters, id)
+	q.mu.Unlock()
+}
+
+// subscribe listens on this process's wake channel, where grantLua
+// publishes the id of each waiter of this process granted a lease. It waits
+// for Redis to confirm, so that no wake-up sent after NewRedis is missed
+// (best effort: if Redis is out of reach, wakeLoop subscribes again later,
+// and until then a waiter finds its lease at its next try).
+func (q *Redis) subscribe() {
+	ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
+	defer cancel()
+	q.wake = q.rdb.Subscribe(ctx, q.line+":"+q.owner)
+	q.wake.Receive(ctx)
+}
+
+// wakeLoop reads this process's wake-ups, one connection for all its
+// waiters, and wakes each waiter granted a lease. A lease granted to a
+// caller no longer waiting (it gave up) is given back at once. A wake-up
+// lost (the connection dropped) costs the waiter its next try, at most a
+// jittered Poll later.
+func (q *Redis) wakeLoop() {
+	defer close(q.woke)
+	for {
+		msg, err := q.wake.ReceiveMessage(context.Background())
+		select {
+		case <-q.stop:
+			return
+		default:
+		}
+		if err != nil { // Redis out of reach: the waiters' own tries notice it
+			t := time.NewTimer(jitter(q.poll))
+			select {
+			case <-q.stop:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
+		}
+		id := msg.Payload
+		q.mu.Lock()
+		ch, waiting := q.waiters[id]
+		_, held := q.held[id]
+		q.mu.Unlock()
+		switch {
+		case waiting:
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		case !held:
+			q.leaveLine(id)
+		}
+	}
 }
 
 // leaveLine gives up the place in line of an Acquire that stopped waiting,
-// in the background like a release (its place would expire by itself, but
-// until then it would keep hedges out).
+// and the lease if one was granted to it meanwhile, in the background like
+// a release (its place would expire by itself, and such a lease with the
+// TTL, but until then they would hold a slot for a caller who is gone).
 func (q *Redis) leaveLine(id string) {
 	q.mu.Lock()
 	closed := q.closed
@@ -203,21 +309,29 @@ func (q *Redis) leaveLine(id string) {
 	}
 	go func() {
 		defer q.releases.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
-		defer cancel()
-		q.rdb.ZRem(ctx, q.waiting, id)
+		q.giveBack(id)
 	}()
+}
+
+// giveBack runs releaseScript for id: the lease, or the place in line, is
+// given back and a free slot goes to the first in line.
+func (q *Redis) giveBack(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
+	defer cancel()
+	releaseScript.Run(ctx, q.rdb, []string{q.leases, q.epoch, q.waiting, q.line},
+		q.limit, q.ttl.Milliseconds(), id)
 }
 
 // tryAcquire runs acquireScript once: one round trip, atomic. wait says the
 // caller waits in line when refused (Acquire), and may not pass those who do
-// when it does not (TryAcquire).
-func (q *Redis) tryAcquire(ctx context.Context, id string, wait bool) (bool, error) {
+// when it does not (TryAcquire). When refused it says how long until the
+// caller should try again if nothing wakes it.
+func (q *Redis) tryAcquire(ctx context.Context, id string, wait bool) (bool, time.Duration, error) {
 	q.mu.Lock()
 	seen, closed := q.seen, q.closed
 	q.mu.Unlock()
 	if closed {
-		return false, fmt.Errorf("%w: the quota is closed", ErrUnavailable)
+		return false, 0, fmt.Errorf("%w: the quota is closed", ErrUnavailable)
 	}
 	op, cancel := context.WithTimeout(ctx, q.opTimeout)
 	defer cancel()
@@ -225,10 +339,10 @@ func (q *Redis) tryAcquire(ctx context.Context, id string, wait bool) (bool, err
 	if wait {
 		mode = "wait"
 	}
-	res, err := acquireScript.Run(op, q.rdb, []string{q.leases, q.epoch, q.waiting},
-		q.limit, q.ttl.Milliseconds(), id, seen, randomID(), mode, q.placeInLine().Milliseconds()).Slice()
+	res, err := acquireScript.Run(op, q.rdb, []string{q.leases, q.epoch, q.waiting, q.line},
+		q.limit, q.ttl.Milliseconds(), id, seen, randomID(), q.placeInLine().Milliseconds(), mode).Slice()
 	if err != nil {
-		return false, q.unavailable(ctx, err)
+		return false, 0, q.unavailable(ctx, err)
 	}
 	admitted, epoch := res[0].(int64) == 1, res[1].(string)
 	q.mu.Lock()
@@ -237,18 +351,38 @@ func (q *Redis) tryAcquire(ctx context.Context, id string, wait bool) (bool, err
 	if admitted {
 		q.held[id] = struct{}{}
 	}
-	return admitted, nil
+	return admitted, time.Duration(res[3].(int64)) * time.Millisecond, nil
 }
 
-// placeInLine is how long a waiter's place in line lasts without a new try:
-// a TTL, and at least a few of its pauses.
-func (q *Redis) placeInLine() time.Duration { return max(q.ttl, 4*q.poll) }
+// placeInLine is how long a waiter's place in line lasts unless its try or
+// its process's renewal (keepPlaces) pushes it on: a TTL, like a lease.
+func (q *Redis) placeInLine() time.Duration { return q.ttl }
+
+// keepPlaces renews the places in line of this process's waiters, with its
+// leases every TTL/3: a caller may wait longer than a TTL, and a process
+// that dies stops, so its places expire within the TTL, and a lease granted
+// to one of them with it.
+func (q *Redis) keepPlaces() {
+	q.mu.Lock()
+	args := []any{q.placeInLine().Milliseconds()}
+	for id := range q.waiters {
+		args = append(args, id)
+	}
+	q.mu.Unlock()
+	if len(args) == 1 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
+	defer cancel()
+	placesScript.Run(ctx, q.rdb, []string{q.waiting}, args...) // Redis out of reach: the next tick tries again
+}
 
 // Release gives back one of the leases this process holds (they are all
 // alike); it panics when none is held. It waits for nothing: the lease
 // leaves the held set at once, so no later renewal names it, and is removed
 // from Redis in the background, after any renewal in flight (which might
-// otherwise add it back) and within OpTimeout. A stalled Redis, or a
+// otherwise add it back) and within OpTimeout; the slot goes to the first
+// caller in line, if any, and wakes it. A stalled Redis, or a
 // renewal stuck in one, never delays the caller's answer. If Redis cannot
 // be reached the lease expires by itself within the TTL.
 func (q *Redis) Release() {
@@ -273,9 +407,7 @@ func (q *Redis) Release() {
 		defer q.releases.Done()
 		q.renewing.Lock() // a renewal that read the lease before it left has ended
 		q.renewing.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
-		defer cancel()
-		q.rdb.ZRem(ctx, q.leases, id)
+		q.giveBack(id)
 	}()
 }
 
@@ -290,6 +422,7 @@ func (q *Redis) renewLoop() {
 			return
 		case <-tick.C:
 			q.renew()
+			q.keepPlaces()
 			q.mu.Lock()
 			unknown := q.seen == ""
 			q.mu.Unlock()
@@ -314,7 +447,7 @@ func (q *Redis) renew() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
 	defer cancel()
-	res, err := renewScript.Run(ctx, q.rdb, []string{q.leases, q.epoch}, args...).Slice()
+	res, err := renewScript.Run(ctx, q.rdb, []string{q.leases, q.epoch, q.waiting, q.line}, args...).Slice()
 	if err != nil {
 		return // Redis out of reach: the next tick tries again
 	}
@@ -343,9 +476,9 @@ func (q *Redis) WaitN(ctx context.Context, key string, cost int) error {
 		if wait < 0 || !fits(ctx, wait) {
 			return ErrRateLimited
 		}
-		// A little jitter, so the waiters for one free moment do not all
-		// arrive at once.
-		if err := sleep(ctx, wait+jitter(q.poll)/4); err != nil {
+		// Until the moment the script named: then there is room, unless
+		// another caller took it first.
+		if err := sleep(ctx, wait); err != nil {
 			return err
 		}
 	}
@@ -397,8 +530,10 @@ func (q *Redis) Close() {
 	q.mu.Unlock()
 	if !already {
 		close(q.stop)
+		q.wake.Close() // ends wakeLoop's read
 	}
 	<-q.stopped
+	<-q.woke
 	q.releases.Wait()
 }
 

@@ -1,6 +1,10 @@
 package quota
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // Every script reads the time with Redis's TIME: one clock for all processes,
 // whatever each machine's own clock says. Each runs atomically: no other
@@ -11,31 +15,74 @@ import "github.com/redis/go-redis/v9"
 // clock far ahead. acquireScript and renewScript drop it with the expired
 // ones, so no such member blocks a slot for longer than a TTL.
 
+// grantLua is the part of the lease scripts that wakes waiters: while a
+// slot is free, the first caller in line (KEYS[4], in the order they came)
+// whose place has not expired (KEYS[3]) is given a lease that expires with
+// its place, or within ttl ms if sooner (a live process renews both; a dead
+// one's lease goes when its place would have gone, within a TTL), and its
+// id is published on its process's channel, KEYS[4] .. ':' .. owner (an id
+// is "owner:n"), to which that process listens. A release, a
+// renewal or a try that finds a slot free (a lease given back, or expired:
+// its process died) so hands it to the waiter first in line, in the same
+// atomic step: no waiter polls, and no newcomer passes one. During the
+// grace after a restart, or with no epoch at all, it grants nothing.
+// except is the caller running the script, who learns from its answer.
+const grantLua = `
+local function grant(now, limit, ttl, except)
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+  local held = redis.call('ZCARD', KEYS[1])
+  local grace = redis.call('HGET', KEYS[2], 'grace')
+  if not grace or now < tonumber(grace) then
+    return held
+  end
+  while held < limit do
+    local first = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+    if not first then
+      break
+    end
+    redis.call('ZREM', KEYS[4], first)
+    local place = redis.call('ZSCORE', KEYS[3], first)
+    if place then
+      redis.call('ZREM', KEYS[3], first)
+      redis.call('ZADD', KEYS[1], math.min(tonumber(place), now + ttl), first)
+      held = held + 1
+      if first ~= except then
+        redis.call('PUBLISH', KEYS[4] .. ':' .. string.match(first, '^(.*):'), first)
+      end
+    end
+  end
+  return held
+end
+`
+
 // acquireScript admits lease ARGV[3] if fewer than ARGV[1] unexpired leases
-// are held, with expiry = now + ARGV[2] ms.
+// are held and nobody waits in line before it, with expiry = now + ARGV[2] ms.
 //
 // KEYS[1] the sorted set of leases (member: lease id, score: expiry in ms)
 // KEYS[2] the epoch hash: which incarnation of the store this is
-// KEYS[3] the sorted set of callers waiting in line (member: the lease id
-// they wait for, score: expiry in ms)
+// KEYS[3] the places in line (member: the lease id a caller waits for,
+// score: when its place expires, in ms)
+// KEYS[4] the line: the same callers in the order they came (score: Redis's
+// clock in µs when each first came)
 // ARGV[4] the epoch this client last saw ("" if none), ARGV[5] a fresh epoch id
-// ARGV[6] "wait" for a caller that waits in line (Acquire), "try" for one
-// that never does (TryAcquire: a hedge); ARGV[7] how long a waiter's place
-// in line lasts unless it tries again, in ms
+// ARGV[6] how long a waiter's place in line lasts unless it tries again, in ms
+// ARGV[7] "wait" for a caller that waits in line (Acquire), "try" for one
+// that never does (TryAcquire: a hedge)
 //
-// A caller that waits and finds no room takes a place in line (KEYS[3]),
-// which each of its tries renews and its admission gives back; a caller
-// that tries is refused while anyone is in line, in any process: a hedge
-// never takes the slot a first call is waiting for. A place not renewed
-// (its process died) expires like a lease.
+// A caller that waits and finds no room takes a place in line, which each of
+// its tries renews; a slot that comes free goes to the first in line
+// (grantLua). A caller that tries is refused while anyone is in line, in any
+// process: a hedge never takes the slot a first call is waiting for. A place
+// not renewed (its process died) expires like a lease.
 //
 // An empty store that a client has seen before has lost its data (Redis
 // restarted without persistence): running calls still hold leases it no
 // longer lists. For one TTL it admits no new lease, while the running calls
 // re-register theirs (renewScript), so a restart is never a burst.
 //
-// Returns {admitted 0|1, epoch, leases held, ms until the grace ends}.
-var acquireScript = redis.NewScript(`
+// Returns {admitted 0|1, epoch, leases held, ms until the caller should try
+// again: the grace's end, or the first lease's expiry}.
+var acquireScript = redis.NewScript(grantLua + `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local limit, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -49,41 +96,64 @@ end
 local grace = tonumber(redis.call('HGET', KEYS[2], 'grace'))
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. (now + ttl), '+inf')
-local held = redis.call('ZCARD', KEYS[1])
-local waits = ARGV[6] == 'wait'
-if redis.call('ZSCORE', KEYS[1], ARGV[3]) then
-  if waits then redis.call('ZREM', KEYS[3], ARGV[3]) end
+local function admitted(held)
+  redis.call('ZREM', KEYS[3], ARGV[3])
+  redis.call('ZREM', KEYS[4], ARGV[3])
   return {1, epoch, held, 0}
 end
+local waits = ARGV[7] == 'wait'
 local function refuse(retry)
-  if waits then redis.call('ZADD', KEYS[3], now + tonumber(ARGV[7]), ARGV[3]) end
-  return {0, epoch, held, retry}
+  if waits then
+    redis.call('ZADD', KEYS[3], now + tonumber(ARGV[6]), ARGV[3])
+    redis.call('ZADD', KEYS[4], 'NX', tonumber(t[1]) * 1000000 + tonumber(t[2]), ARGV[3])
+  end
+  return {0, epoch, redis.call('ZCARD', KEYS[1]), retry}
+end
+if redis.call('ZSCORE', KEYS[1], ARGV[3]) then
+  return admitted(redis.call('ZCARD', KEYS[1]))
 end
 if now < grace then
   return refuse(grace - now)
 end
-if not waits then
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-  if redis.call('ZCARD', KEYS[3]) > 0 then
-    return refuse(0)
-  end
+local held = grant(now, limit, ttl, ARGV[3])
+if redis.call('ZSCORE', KEYS[1], ARGV[3]) then
+  return admitted(held)
+end
+if not waits and redis.call('ZCARD', KEYS[3]) > 0 then
+  return refuse(0)
 end
 if held < limit then
   redis.call('ZADD', KEYS[1], now + ttl, ARGV[3])
-  if waits then redis.call('ZREM', KEYS[3], ARGV[3]) end
-  return {1, epoch, held + 1, 0}
+  return admitted(held + 1)
 end
-return refuse(0)
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return refuse(math.max(1, tonumber(first[2]) - now))
+`)
+
+// releaseScript gives back lease ARGV[3], or the place in line of a caller
+// that stopped waiting for it (and the lease, if one was granted meanwhile),
+// and hands the free slots to the first in line (grantLua). ARGV[1] is the
+// limit, ARGV[2] the TTL in ms; same KEYS as acquireScript.
+var releaseScript = redis.NewScript(grantLua + `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREM', KEYS[1], ARGV[3])
+redis.call('ZREM', KEYS[3], ARGV[3])
+redis.call('ZREM', KEYS[4], ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+grant(now, tonumber(ARGV[1]), tonumber(ARGV[2]), '')
+return 0
 `)
 
 // renewScript pushes the expiry of leases ARGV[5..] to now + ARGV[2] ms. A
 // lease the store no longer lists (it restarted, or the lease expired while
 // Redis was out of reach) is added back if there is room; ARGV[1] is the limit.
 // Same KEYS and epoch rule as acquireScript (ARGV[3] seen, ARGV[4] fresh),
-// except that a renewing client has always seen an epoch.
+// except that a renewing client has always seen an epoch. Leases it finds
+// expired (a process died) go to the first in line (grantLua).
 //
 // Returns {epoch, leases that found no room}.
-var renewScript = redis.NewScript(`
+var renewScript = redis.NewScript(grantLua + `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local limit, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -102,14 +172,36 @@ for i = 5, #ARGV do
     lost = lost + 1
   end
 end
+grant(now, limit, ttl, '')
 return {epoch, lost}
 `)
 
-// rateScript is a sliding window weighted by cost: it admits call ARGV[3]
-// of cost ARGV[4] to KEYS[1] if the costs admitted in the last ARGV[2] µs,
-// with this one, come to at most ARGV[1]. With every cost 1 it counts calls.
-// A call already admitted (a retried request) is admitted again without
-// counting twice. Members are "cost:id", scored by the admission time.
+// placesScript renews the places in line ARGV[2..] (those still there) to
+// now + ARGV[1] ms: a process keeps its waiters' places as it keeps its
+// leases, and a dead process's places expire within the TTL.
+var placesScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 2, #ARGV do
+  redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[i])
+end
+return 0
+`)
+
+// rateScript is a sliding window weighted by cost, kept as counters: it
+// admits a call of cost ARGV[4] to KEYS[1] if the costs admitted in the
+// last ARGV[2] µs, with this one, come to at most ARGV[1]. With every cost 1
+// it counts calls. ARGV[3], the call's id, is not used.
+//
+// KEYS[1] is a hash of buckets: field i holds the cost admitted between
+// i×width and (i+1)×width µs on Redis's clock, width = window / rateBuckets.
+// A bucket counts while any part of it is in the window, so every admission
+// of the last window is counted, and some older ones with them: the window
+// never holds more than ARGV[1] (never a call too many), and a call may wait
+// up to one bucket longer than a log of every admission would make it. The
+// memory is at most rateBuckets + 1 fields whatever the rate. A call run
+// twice (a dropped connection, retried) counts twice: less is admitted,
+// never more.
 //
 // Returns 0 (admitted), the µs until enough cost leaves the window for this
 // call, or -1 when its cost is more than the whole window holds.
@@ -117,30 +209,38 @@ var rateScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local n, window, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])
-local member = ARGV[4] .. ':' .. ARGV[3]
 if cost > n then
   return -1
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-if redis.call('ZSCORE', KEYS[1], member) then
-  return 0
-end
-local held = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
-local used = 0
-for i = 1, #held, 2 do
-  used = used + tonumber(string.match(held[i], '^(%d+):'))
+local width = math.ceil(window / ` + strconv.Itoa(rateBuckets) + `)
+local oldest = math.floor((now - window) / width)
+local fields = redis.call('HGETALL', KEYS[1])
+local buckets, used = {}, 0
+for i = 1, #fields, 2 do
+  local b = tonumber(fields[i])
+  if b < oldest then
+    redis.call('HDEL', KEYS[1], fields[i])
+  else
+    used = used + tonumber(fields[i + 1])
+    buckets[#buckets + 1] = b
+  end
 end
 if used + cost <= n then
-  redis.call('ZADD', KEYS[1], now, member)
-  redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000) + 1)
+  redis.call('HINCRBY', KEYS[1], string.format('%.0f', math.floor(now / width)), cost)
+  redis.call('PEXPIRE', KEYS[1], math.ceil((window + width) / 1000) + 1)
   return 0
 end
--- The oldest admissions leave first: wait until enough of them have.
-for i = 1, #held, 2 do
-  used = used - tonumber(string.match(held[i], '^(%d+):'))
+-- The oldest buckets leave first: bucket b stops counting at (b + 1) × width + window.
+table.sort(buckets)
+for _, b in ipairs(buckets) do
+  used = used - tonumber(redis.call('HGET', KEYS[1], string.format('%.0f', b)))
   if used + cost <= n then
-    return math.max(1, tonumber(held[i + 1]) + window - now)
+    return math.max(1, (b + 1) * width + window - now)
   end
 end
 return 1
 `)
+
+// rateBuckets is how many buckets a rate window is cut into (rateScript): a
+// call waits at most a window and one bucket, Per/20, for room.
+const rateBuckets = 20

@@ -446,8 +446,8 @@ func TestABasketWriteCannotLandAfterItsDeadline(t *testing.T) {
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "store_unavailable") || rec.Header().Get("Retry-After") == "" {
 		t.Fatalf("with Redis stalled at the write: %d %s, want 503 store_unavailable with Retry-After", rec.Code, rec.Body)
 	}
-	if limit := 500*time.Millisecond + 150*time.Millisecond; took > limit {
-		t.Errorf("answered after %s, want within %s (the 500 ms deadline, slack): the write was cut at the deadline", took, limit)
+	if limit := 500*time.Millisecond + 600*time.Millisecond; took > limit { // Redis stalls 1.5 s: an uncut write answers after it
+		t.Errorf("answered after %s, want within %s (the 500 ms deadline, and slack for a busy machine, far under the 1.5 s stall): the write was cut at the deadline", took, limit)
 	}
 	ctx := testCtx(t)
 	for time.Since(start) < 1600*time.Millisecond || redis.NewClient(&redis.Options{Addr: s.Addr}).Ping(ctx).Err() != nil {
@@ -462,6 +462,13 @@ func TestABasketWriteCannotLandAfterItsDeadline(t *testing.T) {
 	calls := fake.TotalCalls()
 	time.Sleep(2 * (500*time.Millisecond + storeWriteTime)) // the reservation can no longer be answering
 	retry := postBasket(h, "order-9", twoLines)
+	// The retry is a basket of its own, with its own 500 ms deadline: on a
+	// busy machine its write may miss that deadline too, and then it says
+	// so (503, kept: nothing), as a client is told to try again later.
+	for try := 1; try < 5 && retry.Code == http.StatusServiceUnavailable && strings.Contains(retry.Body.String(), `"kept":"nothing"`); try++ {
+		time.Sleep(2 * (500*time.Millisecond + storeWriteTime))
+		retry = postBasket(h, "order-9", twoLines)
+	}
 	b := decodeJSON[Basket](t, retry)
 	if retry.Code != http.StatusOK || !b.answered() || fake.TotalCalls() == calls {
 		t.Fatalf("the retry: %d %s, want 200 with the basket made now", retry.Code, retry.Body)
@@ -503,6 +510,7 @@ type quotaWatcher interface {
 // sent and its answer received. Redis decided between those two instants,
 // whatever the scheduler did to the goroutines before and after.
 type admissionLog struct {
+	rdb   *redis.Client // reads the line after each hedge's request
 	mu    sync.Mutex
 	tries []slotRequest
 }
@@ -512,6 +520,9 @@ type slotRequest struct {
 	waits          bool // Acquire's request: the caller waits in line when refused
 	admitted       bool
 	sent, received time.Time
+	// A hedge's request (TryAcquire): who was in Redis's line just after its
+	// answer came back.
+	lineAfter []string
 }
 
 // asking marks the context of a request for a slot: true for Acquire's.
@@ -555,9 +566,14 @@ func (l *admissionLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		numkeys, _ := strconv.Atoi(fmt.Sprint(args[2]))
 		res, rerr := c.Slice()
 		if lease := 3 + numkeys + 2; lease < len(args) && rerr == nil && len(res) > 0 {
+			r := slotRequest{lease: fmt.Sprint(args[lease]), waits: waits,
+				admitted: res[0] == int64(1), sent: sent, received: received}
+			if !waits && numkeys >= 4 && l.rdb != nil {
+				// KEYS[4] is the line: in the order the callers came.
+				r.lineAfter, _ = l.rdb.ZRange(context.Background(), fmt.Sprint(args[3+3]), 0, -1).Result()
+			}
 			l.mu.Lock()
-			l.tries = append(l.tries, slotRequest{lease: fmt.Sprint(args[lease]), waits: waits,
-				admitted: res[0] == int64(1), sent: sent, received: received})
+			l.tries = append(l.tries, r)
 			l.mu.Unlock()
 		}
 		return err
@@ -565,32 +581,30 @@ func (l *admissionLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 
 // passes looks at each hedge's request for a slot made while a first call
-// was certainly waiting in line for one: one of its refusals came back
-// before the hedge's request was sent (its place in line was taken, and had
-// not expired: place is how long one lasts), and its admission was sent
-// after the hedge's answer came back. met counts those requests, passes
-// those Redis admitted.
-func (l *admissionLog) passes(place time.Duration) (passes, met int) {
+// was certainly waiting in line for one: the first call had been refused
+// (and so had taken its place in line) before the hedge's request was
+// sent, and was still in Redis's line just after the hedge's answer came
+// back. A caller joins the line once and leaves it once (granted a slot,
+// given up, or its place expired, which its process's renewals prevent
+// here), so it was in line when Redis ran the hedge's script. met counts
+// those requests, passes those Redis admitted. (A waiter is granted its
+// slot by the script that frees one, not by a request of its own, so the
+// line itself is what says who waited.)
+func (l *admissionLog) passes() (passes, met int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	admittedAt := map[string]time.Time{} // each waiter's admission, sent at
+	refused := map[string]time.Time{} // a first call's first refusal, received at
 	for _, r := range l.tries {
-		if r.waits && r.admitted {
-			admittedAt[r.lease] = r.sent
-		}
-	}
-	var refusals []slotRequest // of first calls admitted later
-	for _, r := range l.tries {
-		if _, later := admittedAt[r.lease]; r.waits && !r.admitted && later {
-			refusals = append(refusals, r)
+		if t, seen := refused[r.lease]; r.waits && !r.admitted && (!seen || r.received.Before(t)) {
+			refused[r.lease] = r.received
 		}
 	}
 	for _, h := range l.tries {
 		if h.waits {
 			continue
 		}
-		for _, w := range refusals {
-			if w.received.Before(h.sent) && h.received.Sub(w.sent) < place && admittedAt[w.lease].After(h.received) {
+		for _, w := range h.lineAfter {
+			if at, ok := refused[w]; ok && at.Before(h.sent) {
 				met++
 				if h.admitted {
 					passes++
@@ -615,7 +629,8 @@ func TestAHedgeNeverPassesAFirstCallWaitingForTheSharedQuota(t *testing.T) {
 	s := redistest.Start(t)
 	var firsts atomic.Int64
 	fake := newFake(map[string]reply{"atlas": straggle(&firsts), "boreal": straggle(&firsts), "cedar": straggle(&firsts)})
-	admissions := &admissionLog{}
+	admissions := &admissionLog{rdb: redis.NewClient(&redis.Options{Addr: s.Addr})}
+	t.Cleanup(func() { admissions.rdb.Close() })
 	p := redisProcess(t, s.URL(), fake, quota.RedisConfig{Limit: 6}, Config{Hedge: fixedDelay(20 * time.Millisecond),
 		Basket: BasketPolicy{Deadline: 10 * time.Second}}, admissions)
 	b, err := p.svc.Basket(testCtx(t), lines(MaxBasketLines))
@@ -625,7 +640,7 @@ func TestAHedgeNeverPassesAFirstCallWaitingForTheSharedQuota(t *testing.T) {
 	if n := firsts.Load(); n != 3*MaxBasketLines {
 		t.Fatalf("%d first calls reached the suppliers, want %d (basket %d extra calls)", n, 3*MaxBasketLines, b.ExtraCalls)
 	}
-	passes, met := admissions.passes(max(quota.DefaultTTL, 4*quota.DefaultPoll)) // a place in line lasts a TTL
+	passes, met := admissions.passes()
 	if passes != 0 {
 		t.Errorf("Redis admitted %d of the %d hedges' requests for a slot made while a first call waited in line; want 0: a hedge never passes a waiter", passes, met)
 	}

@@ -33,7 +33,8 @@ func timingFlags(fs *flag.FlagSet) *timings {
 		"with --redis: a quota lease not renewed for this long expires (a killed process's slots come back within it); "+
 			"a running call renews its lease every TTL/3, and after Redis comes back empty no new lease is granted for one TTL (the grace)")
 	t.duration(fs, &t.quotaPoll, "quota-poll", "QUOTEFLOW_QUOTA_POLL", quota.DefaultPoll,
-		"with --redis: while the shared quota is full, a caller tries again about this often (jittered)")
+		"with --redis: a caller waiting in line for the shared quota is woken when a slot is granted to it; "+
+			"if no wake-up comes, it tries again after about this long (jittered), or when the first lease would expire")
 	return t
 }
 

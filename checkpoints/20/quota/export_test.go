@@ -1,0 +1,7 @@
+package quota
+
+// RateScript is the rate quota's script, for BenchmarkRateQuota.
+var RateScript = rateScript
+
+// RateBuckets is how many buckets a rate window is cut into.
+const RateBuckets = rateBuckets
