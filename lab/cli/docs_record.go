@@ -73,7 +73,10 @@ func docsHash(root, page string) (string, error) {
 		}
 	}
 	lesson := filepath.ToSlash(filepath.Dir(page))
-	if err := add(lesson, func(rel string) bool { return rel == lesson+"/mutants" }); err != nil {
+	// The exercise folder is the student's (the starter, or what they wrote):
+	// no demo reads it, and .ci/run fills every one with its reference answer
+	// while the figures are checked beside it.
+	if err := add(lesson, func(rel string) bool { return rel == lesson+"/mutants" || rel == lesson+"/exercise" }); err != nil {
 		return "", err
 	}
 	slices.Sort(names)
