@@ -151,7 +151,7 @@ func TestAKilledProcessWaiterHoldsNoSlotPastTheTTL(t *testing.T) {
 	release := holdN(t, holder, 1)
 	dead, deadRuns := watched(t, s.URL(), cfg)
 	inLine(t, dead, deadRuns, capped(t)) // first in line
-	time.Sleep(ttl / 2)                   // its process has renewed its place: it is live, not fresh
+	time.Sleep(ttl / 2)                  // its process has renewed its place: it is live, not fresh
 	live, liveRuns := watched(t, s.URL(), cfg)
 	got, _ := inLine(t, live, liveRuns, capped(t)) // second
 	dead.Close()                                   // "kill -9": no more renewals, no wake-ups
