@@ -79,7 +79,7 @@
 //
 //	checked ENN
 //	    Asserts that the last command's stdout (a `lab check ENN` run of an
-//	    answer that must pass) lists every mutant in lessons/NN/mutants as
+//	    answer that must pass) lists every mutant in lessons/NN/checks as
 //	    caught, with its required/bonus tag, every wheat as passed, and the
 //	    score and verdict lines with the counts of that folder: adding a
 //	    mutant needs no edit of the script.

@@ -8,13 +8,13 @@ import (
 	"path/filepath"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/grade"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/grade"
+	"quoteflowlab.dev/kit/msg"
+	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/kit/runner"
 	"quoteflowlab.dev/lab/internal/grade/measured"
-	"quoteflowlab.dev/lab/internal/grade/mutation"
-	"quoteflowlab.dev/lab/internal/msg"
-	"quoteflowlab.dev/lab/internal/report"
-	"quoteflowlab.dev/lab/internal/runner"
+	"quoteflowlab.dev/lab/internal/mutation"
 )
 
 // checkRequest is a parsed `lab check` command line: the request, built

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"quoteflowlab.dev/lab/internal/report"
+	"quoteflowlab.dev/kit/report"
 )
 
 // What the sweep at the end of a check still finds (processes that hid

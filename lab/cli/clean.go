@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/kit/course"
 )
 
 // runClean implements `lab clean`: remove lab check's build cache. Progress

@@ -10,10 +10,10 @@ import (
 	"sort"
 	"strings"
 
-	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/grade/mutation"
-	"quoteflowlab.dev/lab/internal/msg"
-	"quoteflowlab.dev/lab/internal/runner"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/msg"
+	"quoteflowlab.dev/kit/runner"
+	"quoteflowlab.dev/lab/internal/mutation"
 )
 
 // A command is one lab subcommand. run returns the process exit code:

@@ -6,9 +6,9 @@ import (
 	"io"
 	"strconv"
 
+	"quoteflowlab.dev/kit/machine"
+	"quoteflowlab.dev/kit/report"
 	"quoteflowlab.dev/lab/internal/demo"
-	"quoteflowlab.dev/lab/internal/machine"
-	"quoteflowlab.dev/lab/internal/report"
 )
 
 // runDemo runs a lesson page's experiments end to end.

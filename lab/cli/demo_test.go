@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"quoteflowlab.dev/kit/load"
 	"quoteflowlab.dev/lab/internal/demo"
-	"quoteflowlab.dev/lab/internal/load"
 )
 
 // TestDemoAndLoadHelpListEverything: `lab demo --help` names every demo,

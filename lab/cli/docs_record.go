@@ -12,8 +12,8 @@ import (
 	"slices"
 	"strings"
 
-	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/grade"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/grade"
 )
 
 // DocsRecord is where `lab verify --docs` records each demo whose figures
@@ -76,7 +76,7 @@ func docsHash(root, page string) (string, error) {
 	// The exercise folder is the student's (the starter, or what they wrote):
 	// no demo reads it, and .ci/run fills every one with its reference answer
 	// while the figures are checked beside it.
-	if err := add(lesson, func(rel string) bool { return rel == lesson+"/mutants" || rel == lesson+"/exercise" }); err != nil {
+	if err := add(lesson, func(rel string) bool { return rel == lesson+"/checks" || rel == lesson+"/exercise" }); err != nil {
 		return "", err
 	}
 	slices.Sort(names)

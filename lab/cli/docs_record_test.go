@@ -24,7 +24,7 @@ func TestDocsHashFollowsWhatTheFiguresDependOn(t *testing.T) {
 	}
 	for _, f := range []string{"go.mod", "go.sum", "lab/main.go", "provider/p.go", "internal/i.go", "checkpoints/18/hedge/hedge.go",
 		"checkpoints/18/hedge/hedge_test.go", "checkpoints/18/README.md", "lessons/18/README.md", "lessons/18/failsafe/main.go",
-		"lessons/18/mutants/m.txtar", "lessons/17/README.md"} {
+		"lessons/18/checks/m.txtar", "lessons/17/README.md"} {
 		write(f, "v1")
 	}
 	const page = "lessons/18/README.md"
@@ -39,7 +39,7 @@ func TestDocsHashFollowsWhatTheFiguresDependOn(t *testing.T) {
 	before := hash()
 	write(".gitignore", "*.test\nquoteflow-data/\n")
 	before = hash()
-	for _, f := range []string{"checkpoints/18/hedge/hedge_test.go", "checkpoints/18/README.md", "lessons/18/mutants/m.txtar", "lessons/17/README.md",
+	for _, f := range []string{"checkpoints/18/hedge/hedge_test.go", "checkpoints/18/README.md", "lessons/18/checks/m.txtar", "lessons/17/README.md",
 		"checkpoints/18/hedge.test", "checkpoints/18/quoteflow-data/baskets.db", "checkpoints/18/hedge/.hedge.go.swp", "lessons/18/exercise/main.go"} {
 		write(f, "v2")
 		if h := hash(); h != before {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/kit/course"
 )
 
 // Usage errors exit 2 with a message on stderr and nothing on stdout; -h

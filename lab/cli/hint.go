@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/msg"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/msg"
 )
 
 // runHint implements `lab hint ENN`: it prints lessons/NN/hint.md, or its

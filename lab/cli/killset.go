@@ -10,17 +10,17 @@ import (
 	"path/filepath"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/grade"
-	"quoteflowlab.dev/lab/internal/grade/mutation"
-	"quoteflowlab.dev/lab/internal/report"
-	"quoteflowlab.dev/lab/internal/variant"
+	"quoteflowlab.dev/kit/check"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/grade"
+	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/lab/internal/mutation"
 )
 
 // runKillset implements `lab verify --killset [--runs N] ENN...`: for each
 // exercise (every mutant-graded one when none is named), generate the
 // mutants of its scope, run the reference answer on each N times and write
-// lessons/NN/mutants/generated.txt (reviews of survivors carried over).
+// lessons/NN/checks/generated.txt (reviews of survivors carried over).
 // With wheats (`lab verify --wheats`), the same for the wheats its
 // allowed.txt allows, into wheats.txt.
 func runKillset(root string, names []string, runs int, wheats bool, stdout, stderr io.Writer) int {
@@ -83,7 +83,7 @@ func runKillset(root string, names []string, runs int, wheats bool, stdout, stde
 			return 1
 		}
 		out := filepath.Join(root, filepath.FromSlash(file))
-		if err := variant.WriteIfChanged(out, b.Bytes()); err != nil {
+		if err := check.WriteIfChanged(out, b.Bytes()); err != nil {
 			fmt.Fprintf(stderr, "lab verify %s: %v\n", flag, err)
 			return 1
 		}
@@ -91,7 +91,7 @@ func runKillset(root string, names []string, runs int, wheats bool, stdout, stde
 		if wheats {
 			what = "rejected wheat's"
 		}
-		fmt.Fprintf(stdout, "%s: wrote %s (%.0f s); review each %s `review:` line, then go test ./lab/internal/course/\n",
+		fmt.Fprintf(stdout, "%s: wrote %s (%.0f s); review each %s `review:` line, then go test ./kit/course/\n",
 			l.Exercise(), file, time.Since(began).Seconds(), what)
 	}
 	return code

@@ -3,7 +3,7 @@ package cli
 import (
 	"testing"
 
-	"quoteflowlab.dev/lab/internal/msg"
+	"quoteflowlab.dev/kit/msg"
 )
 
 // Every command's summary in lab help is a message of the catalog, in both

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/msg"
-	"quoteflowlab.dev/lab/internal/report"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/msg"
+	"quoteflowlab.dev/kit/report"
 )
 
 // runList implements `lab list`: every lesson, its exercise's remembered

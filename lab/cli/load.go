@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/load"
+	"quoteflowlab.dev/kit/load"
 	"quoteflowlab.dev/lab/internal/watch"
 )
 

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/msg"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/msg"
 )
 
 // findRoot returns the repository root above the working directory, or

@@ -9,12 +9,12 @@ import (
 
 	"github.com/rogpeppe/go-internal/diff"
 
-	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/grade/mutation"
-	"quoteflowlab.dev/lab/internal/msg"
+	"quoteflowlab.dev/kit/check"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/msg"
+	"quoteflowlab.dev/kit/report"
 	"quoteflowlab.dev/lab/internal/mutagen"
-	"quoteflowlab.dev/lab/internal/report"
-	"quoteflowlab.dev/lab/internal/variant"
+	"quoteflowlab.dev/lab/internal/mutation"
 )
 
 // runShow implements `lab show ENN NAME`: a check's story and its edit, as
@@ -36,7 +36,7 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	vs, err := variant.Load(root, lesson.Checks(), lesson.Exercise())
+	vs, err := check.Load(root, lesson.Checks(), lesson.Exercise())
 	if err != nil {
 		fmt.Fprintf(stderr, "lab show: %v\n", err)
 		return 1

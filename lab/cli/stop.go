@@ -7,7 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"quoteflowlab.dev/lab/internal/runner"
+	"quoteflowlab.dev/kit/runner"
 )
 
 // stopContext returns a context that is done when lab is asked to stop:

@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/report"
-	"quoteflowlab.dev/lab/internal/runner"
-	"quoteflowlab.dev/lab/internal/variant"
+	"quoteflowlab.dev/kit/check"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/kit/runner"
 )
 
 // testTimeout bounds one `go test` run of lab verify.
@@ -74,8 +74,8 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	asJSON := fset.Bool("json", false, "print the results as one JSON document (progress goes to stderr)")
 	noCache := fset.Bool("no-cache", false, "rerun tests whose results go test has cached (go test -count=1)")
 	deep := fset.Bool("deep", false, "also run each checkpoint's own tests against each of its mutants (slower)")
-	killset := fset.Bool("killset", false, "instructor: generate the mutants of each named exercise's scope (every mutant-graded one when none is named), run the reference answer --runs times on each, and write lessons/NN/mutants/generated.txt")
-	wheats := fset.Bool("wheats", false, "instructor: generate the wheats each named exercise's allowed.txt allows (every mutant-graded one when none is named), run the reference answer --runs times on each, and write lessons/NN/mutants/wheats.txt")
+	killset := fset.Bool("killset", false, "instructor: generate the mutants of each named exercise's scope (every mutant-graded one when none is named), run the reference answer --runs times on each, and write lessons/NN/checks/generated.txt")
+	wheats := fset.Bool("wheats", false, "instructor: generate the wheats each named exercise's allowed.txt allows (every mutant-graded one when none is named), run the reference answer --runs times on each, and write lessons/NN/checks/wheats.txt")
 	weak := fset.Bool("weak", false, "instructor: grade each first-order mutant of each named exercise's reference answer with lab check, and list the weak answers among them: those every hand-written check passes and only a generated one rejects (writes nothing)")
 	parallel := fset.Int("parallel", 2, "with --weak: checks at once")
 	sample := fset.Int("sample", 0, "with --weak: grade only this many of each exercise's answer mutants, drawn with --seed (0: all)")
@@ -350,7 +350,7 @@ func verifyItems(root string) []verifyItem {
 func variantsRun(root string, l course.Lesson) verifyItem {
 	const test = "TestGraderRejectsEveryBrokenVariant"
 	n := 0
-	if vs, err := variant.Load(root, l.Checks(), l.Exercise()); err == nil {
+	if vs, err := check.Load(root, l.Checks(), l.Exercise()); err == nil {
 		for _, v := range vs {
 			if v.Kind == report.Broken {
 				n++
@@ -358,7 +358,7 @@ func variantsRun(root string, l course.Lesson) verifyItem {
 		}
 	}
 	return verifyItem{
-		name: l.Exercise() + ": the grader rejects every broken variant for its property (" + test + ", one case per " + l.Checks() + "/*.txtar of kind variant)",
+		name: l.Exercise() + ": the grader rejects every broken variant for its property (" + test + ", one case per " + l.Checks() + "/*.txtar of kind broken)",
 		dir:  root, env: "GOWORK=off",
 		args:   []string{"-run", "^" + test + "$", "./lab/internal/grade/measured/"},
 		match:  func(_, t string) bool { return strings.HasPrefix(t, test+"/") },

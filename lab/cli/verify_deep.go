@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/report"
-	"quoteflowlab.dev/lab/internal/variant"
+	"quoteflowlab.dev/kit/check"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/report"
 )
 
 // deepItems check the checkpoints' own tests the way the answers are
@@ -37,9 +37,9 @@ const mutantTestTimeout = "60s"
 
 // checkpointChecks are lesson l's mutants and wheats: the edits of its
 // checkpoint.
-func checkpointChecks(root string, l course.Lesson) ([]variant.Variant, error) {
-	vs, err := variant.Load(root, l.Checks(), l.Exercise())
-	return slices.DeleteFunc(vs, func(v variant.Variant) bool { return v.Kind == report.Broken }), err
+func checkpointChecks(root string, l course.Lesson) ([]check.Check, error) {
+	vs, err := check.Load(root, l.Checks(), l.Exercise())
+	return slices.DeleteFunc(vs, func(v check.Check) bool { return v.Kind == report.Broken }), err
 }
 
 func mutantsVsCheckpointTests(ctx context.Context, root string, l course.Lesson) itemResult {
@@ -51,7 +51,7 @@ func mutantsVsCheckpointTests(ctx context.Context, root string, l course.Lesson)
 	var notes []string
 	wrong := 0
 	for _, v := range vs {
-		ov, err := variant.WriteOverlay(root, filepath.Join(course.StateDir(root), "cache", "verify", "deep", v.Exercise, v.Name), v)
+		ov, err := check.WriteOverlay(root, filepath.Join(course.StateDir(root), "cache", "verify", "deep", v.Exercise, v.Name), v)
 		if err != nil {
 			return itemResult{Summary: err.Error()}
 		}

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/machine"
+	"quoteflowlab.dev/kit/report"
 	"quoteflowlab.dev/lab/internal/demo"
-	"quoteflowlab.dev/lab/internal/machine"
-	"quoteflowlab.dev/lab/internal/report"
 )
 
 // docsItems check the lesson pages' figures against fresh runs: one item

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"quoteflowlab.dev/lab/internal/report"
+	"quoteflowlab.dev/kit/report"
 )
 
 // lab verify --docs judges a demo's figures as lab check judges a timed

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/grade"
-	"quoteflowlab.dev/lab/internal/msg"
-	"quoteflowlab.dev/lab/internal/report"
-	"quoteflowlab.dev/lab/internal/runner"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/grade"
+	"quoteflowlab.dev/kit/msg"
+	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/kit/runner"
 	"quoteflowlab.dev/lab/internal/watch"
 )
 

@@ -19,7 +19,7 @@ import (
 	"quoteflowlab.dev/internal/kept"
 	"quoteflowlab.dev/internal/testpar"
 
-	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/lab/internal/watch"
 )
 

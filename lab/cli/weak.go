@@ -14,10 +14,10 @@ import (
 	"sync"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/kit/runner"
 	"quoteflowlab.dev/lab/internal/mutagen"
-	"quoteflowlab.dev/lab/internal/report"
-	"quoteflowlab.dev/lab/internal/runner"
 )
 
 // runWeak implements `lab verify --weak [ENN...]`: weak answers found by

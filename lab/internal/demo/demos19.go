@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"quoteflowlab.dev/checkpoints/19/breaker"
-	"quoteflowlab.dev/lab/internal/load"
+	"quoteflowlab.dev/kit/load"
 	"quoteflowlab.dev/provider"
 )
 

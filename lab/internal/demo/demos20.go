@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/load"
+	"quoteflowlab.dev/kit/load"
 	"quoteflowlab.dev/provider"
 )
 

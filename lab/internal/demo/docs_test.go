@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"quoteflowlab.dev/lab/internal/course"
+	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/lab/internal/demo"
 )
 

@@ -26,12 +26,12 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
-	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/machine"
-	"quoteflowlab.dev/lab/internal/redisinfo"
-	"quoteflowlab.dev/lab/internal/report"
-	"quoteflowlab.dev/lab/internal/runner"
-	"quoteflowlab.dev/lab/internal/variant"
+	"quoteflowlab.dev/kit/check"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/machine"
+	"quoteflowlab.dev/kit/redisinfo"
+	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/kit/runner"
 	"quoteflowlab.dev/provider"
 )
 
@@ -181,7 +181,7 @@ func (e *Env) ProviderWith(opts provider.Options) (*provider.Server, error) {
 }
 
 // Build builds checkpoints/NN's quoteflow command, with the mutant named
-// (from lessons/NN/mutants) applied as an overlay when mutant is not "".
+// (from lessons/NN/checks) applied as an overlay when mutant is not "".
 func (e *Env) Build(ctx context.Context, lesson int, mutant string) (string, error) {
 	key := strconv.Itoa(lesson) + "/" + mutant
 	if bin, ok := e.bins[key]; ok {
@@ -195,11 +195,11 @@ func (e *Env) Build(ctx context.Context, lesson int, mutant string) (string, err
 	}
 	overlay := ""
 	if mutant != "" {
-		vs, err := variant.Load(e.Root, l.Checks(), l.Exercise())
+		vs, err := check.Load(e.Root, l.Checks(), l.Exercise())
 		if err != nil {
 			return "", err
 		}
-		var found *variant.Variant
+		var found *check.Check
 		for i := range vs {
 			if vs[i].Name == mutant {
 				found = &vs[i]
@@ -208,7 +208,7 @@ func (e *Env) Build(ctx context.Context, lesson int, mutant string) (string, err
 		if found == nil {
 			return "", fmt.Errorf("no check %s in %s", mutant, l.Checks())
 		}
-		if overlay, err = variant.WriteOverlay(e.Root, filepath.Join(e.Dir, "overlay-"+mutant), *found); err != nil {
+		if overlay, err = check.WriteOverlay(e.Root, filepath.Join(e.Dir, "overlay-"+mutant), *found); err != nil {
 			return "", err
 		}
 	}

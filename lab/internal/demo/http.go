@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/load"
+	"quoteflowlab.dev/kit/load"
 	"quoteflowlab.dev/provider"
 )
 

@@ -1,7 +1,7 @@
 // Package mutagen generates the first-order mutants of Go functions: every
 // small edit a loose test could let through, made mechanically instead of by
 // hand. It knows no lesson: it is given a file and the functions in scope,
-// and returns each mutant as a variant.Variant of kind mutant whose edit is
+// and returns each mutant as a check.Check of kind mutant whose edit is
 // whole lines inside one function body, so that every mutant compiles into
 // one mutant schema (package schemata) beside the hand-written ones.
 //
@@ -31,8 +31,8 @@ import (
 	"strings"
 	"unicode"
 
-	"quoteflowlab.dev/lab/internal/report"
-	"quoteflowlab.dev/lab/internal/variant"
+	"quoteflowlab.dev/kit/check"
+	"quoteflowlab.dev/kit/report"
 )
 
 // Version changes whenever the generator makes other mutants or names
@@ -63,7 +63,7 @@ const (
 
 // A Mutant is one generated edit.
 type Mutant struct {
-	variant.Variant
+	check.Check
 	Func   string // the function it edits: "Service.withRetry"
 	Op     string // its operator
 	Line   int    // the first line it changes (1-based)
@@ -219,7 +219,7 @@ func (g *gen) site(op string) int {
 
 func (g *gen) add(op string, k int, reps ...rep) {
 	name := fmt.Sprintf("gen_%s_%s_%d", snake(g.key), op, k)
-	g.out = append(g.out, candidate{Mutant: Mutant{Func: g.key, Op: op, Variant: variant.Variant{Name: name, Kind: report.Mutant, File: g.file}}, reps: reps})
+	g.out = append(g.out, candidate{Mutant: Mutant{Func: g.key, Op: op, Check: check.Check{Name: name, Kind: report.Mutant, File: g.file}}, reps: reps})
 	c := &g.out[len(g.out)-1]
 	if err := c.finish(g); err != nil {
 		g.out = g.out[:len(g.out)-1]
@@ -600,11 +600,11 @@ func (c *candidate) finish(g *gen) error {
 			return fmt.Errorf("no unique context")
 		}
 	}
-	c.Edits = []variant.Edit{{Old: string(g.src[lo:hi]), New: apply(lo, hi)}}
+	c.Edits = []check.Edit{{Old: string(g.src[lo:hi]), New: apply(lo, hi)}}
 	if c.Edits[0].Old == c.Edits[0].New {
 		return fmt.Errorf("no change")
 	}
-	c.Base = variant.Hash(g.src)
+	c.Base = check.Hash(g.src)
 	return nil
 }
 

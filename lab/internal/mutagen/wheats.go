@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/report"
+	"quoteflowlab.dev/kit/report"
 )
 
 // Wheats are generated like mutants, from what a lesson's contract allows

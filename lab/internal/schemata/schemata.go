@@ -39,7 +39,7 @@ import (
 	"strconv"
 	"strings"
 
-	"quoteflowlab.dev/lab/internal/variant"
+	"quoteflowlab.dev/kit/check"
 )
 
 // Schema is one build that holds the original code and every edit in it.
@@ -73,7 +73,7 @@ func (s *Schema) token(name string) string {
 
 // A Separate is an edit that cannot be compiled into the schema, and why.
 type Separate struct {
-	Variant variant.Variant
+	Variant check.Check
 	Reason  string
 }
 
@@ -83,10 +83,10 @@ type Separate struct {
 // selector secret; it must be the same from build to build for the build
 // cache to help. Every vs must edit a Go file; an edit that does not apply
 // (stale) is an error.
-func Generate(root, dir string, vs []variant.Variant, key []byte) (*Schema, []Separate, error) {
+func Generate(root, dir string, vs []check.Check, key []byte) (*Schema, []Separate, error) {
 	s := &Schema{Tokens: map[string]string{}, key: key}
 	s.Env = "QUOTEFLOW_LAB_" + strings.ToUpper(s.token("\x00env")[:10])
-	byFile := map[string][]variant.Variant{}
+	byFile := map[string][]check.Check{}
 	var files []string
 	var separate []Separate
 	for _, v := range vs {
@@ -99,7 +99,7 @@ func Generate(root, dir string, vs []variant.Variant, key []byte) (*Schema, []Se
 		}
 		byFile[v.File] = append(byFile[v.File], v)
 	}
-	ov := variant.Overlay{Replace: map[string]string{}}
+	ov := check.Overlay{Replace: map[string]string{}}
 	pkgDirs := map[string]string{} // package dir → package name
 	for _, file := range files {
 		gen, in, out, pkg, err := generateFile(root, file, byFile[file], s)
@@ -115,7 +115,7 @@ func Generate(root, dir string, vs []variant.Variant, key []byte) (*Schema, []Se
 			return nil, nil, err
 		}
 		name := filepath.Join(dir, strings.ReplaceAll(file, "/", "_"))
-		if err := variant.WriteIfChanged(name, gen); err != nil {
+		if err := check.WriteIfChanged(name, gen); err != nil {
 			return nil, nil, err
 		}
 		ov.Replace[target] = name
@@ -166,7 +166,7 @@ func labSchemaSelected(v string) string {
 `, pkg, s.Env, strings.Join(quoted, ", "))
 		sum := sha256.Sum256([]byte(pdir))
 		name := filepath.Join(dir, "selector_"+pkg+"_"+hex.EncodeToString(sum[:4])+".go")
-		if err := variant.WriteIfChanged(name, []byte(src)); err != nil {
+		if err := check.WriteIfChanged(name, []byte(src)); err != nil {
 			return nil, nil, err
 		}
 		ov.Replace[filepath.Join(pdir, "zz_lab_schemata.go")] = name
@@ -175,7 +175,7 @@ func labSchemaSelected(v string) string {
 	for _, m := range s.Members {
 		s.Tokens[m] = s.token(m)
 	}
-	ovFile, err := variant.WriteOverlayFile(dir, ov)
+	ovFile, err := check.WriteOverlayFile(dir, ov)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -183,8 +183,8 @@ func labSchemaSelected(v string) string {
 	return s, separate, nil
 }
 
-func indexOf(vs []variant.Variant, name string) int {
-	return slices.IndexFunc(vs, func(v variant.Variant) bool { return v.Name == name })
+func indexOf(vs []check.Check, name string) int {
+	return slices.IndexFunc(vs, func(v check.Check) bool { return v.Name == name })
 }
 
 // parsed is one version of a file.
@@ -291,7 +291,7 @@ func changed(orig, ed *parsed) (funcs []string, imports []*ast.ImportSpec, why s
 // each changed function renamed to NAME__lab_orig, every edited version
 // appended as NAME__lab_v<keyed hash of the variant>, and a dispatcher under the original
 // name. It returns the variants compiled in and those left out.
-func generateFile(root, file string, vs []variant.Variant, s *Schema) (gen []byte, in []string, out []Separate, pkg string, err error) {
+func generateFile(root, file string, vs []check.Check, s *Schema) (gen []byte, in []string, out []Separate, pkg string, err error) {
 	origSrc, err := readFile(root, file)
 	if err != nil {
 		return nil, nil, nil, "", err
@@ -301,7 +301,7 @@ func generateFile(root, file string, vs []variant.Variant, s *Schema) (gen []byt
 		return nil, nil, nil, "", fmt.Errorf("%s: %w", file, err)
 	}
 	type member struct {
-		v       variant.Variant
+		v       check.Check
 		ed      *parsed
 		funcs   []string
 		imports []*ast.ImportSpec

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"quoteflowlab.dev/lab/internal/report"
-	"quoteflowlab.dev/lab/internal/runner"
-	"quoteflowlab.dev/lab/internal/variant"
+	"quoteflowlab.dev/kit/check"
+	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/kit/runner"
 )
 
 const libSrc = `package lib
@@ -68,8 +68,8 @@ func main() {
 }
 `
 
-func edit(name, old, new string) variant.Variant {
-	return variant.Variant{Exercise: "E0", Name: name, Kind: report.Mutant, File: "lib/lib.go", Edits: []variant.Edit{{Old: old, New: new}}}
+func edit(name, old, new string) check.Check {
+	return check.Check{Exercise: "E0", Name: name, Kind: report.Mutant, File: "lib/lib.go", Edits: []check.Edit{{Old: old, New: new}}}
 }
 
 // One build holds the original and every edit that stays inside function
@@ -80,7 +80,7 @@ func TestOneBuildRunsEachVersion(t *testing.T) {
 	write(t, root, "go.mod", "module example.dev/m\n\ngo 1.26\n")
 	write(t, root, "lib/lib.go", libSrc)
 	write(t, root, "cmd/main.go", mainSrc)
-	vs := []variant.Variant{
+	vs := []check.Check{
 		edit("adds_twice", "\tc.n += k\n", "\tc.n += 2 * k // MUTANT\n"),
 		edit("join_backwards", "\t\tout += p\n", "\t\tout = p + out // MUTANT\n"),
 		edit("says_loudly", "func Say(w *[]string, s string) { *w = append(*w, fmt.Sprint(s)) }\n",
@@ -91,7 +91,7 @@ func TestOneBuildRunsEachVersion(t *testing.T) {
 		edit("box_empty", "func (b Box[T]) Get() T { return b.V }", "func (b Box[T]) Get() T { var zero T; return zero } // MUTANT: a generic type's method"),
 	}
 	// says_loudly needs an import the original lacks.
-	vs[2].Edits = append(vs[2].Edits, variant.Edit{Old: "import \"fmt\"\n", New: "import (\n\t\"fmt\"\n\t\"strings\"\n)\n"})
+	vs[2].Edits = append(vs[2].Edits, check.Edit{Old: "import \"fmt\"\n", New: "import (\n\t\"fmt\"\n\t\"strings\"\n)\n"})
 
 	s, separate, err := Generate(root, filepath.Join(t.TempDir(), "gen"), vs, []byte("test key"))
 	if err != nil {
@@ -136,7 +136,7 @@ func TestOneBuildRunsEachVersion(t *testing.T) {
 func TestAStaleEditIsAnError(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, "lib/lib.go", libSrc)
-	_, _, err := Generate(root, t.TempDir(), []variant.Variant{edit("gone", "no such line\n", "x\n")}, nil)
+	_, _, err := Generate(root, t.TempDir(), []check.Check{edit("gone", "no such line\n", "x\n")}, nil)
 	if err == nil || !strings.Contains(err.Error(), "E0 mutant gone") {
 		t.Fatalf("err = %v; want a stale edit naming the check", err)
 	}

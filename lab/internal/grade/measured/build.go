@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 
-	"quoteflowlab.dev/lab/internal/report"
-	"quoteflowlab.dev/lab/internal/runner"
+	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/kit/runner"
 )
 
 // loadOverlay reads opts.Overlay's Replace map, if any.

@@ -13,19 +13,19 @@ import (
 	"strings"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/grade"
-	"quoteflowlab.dev/lab/internal/machine"
-	"quoteflowlab.dev/lab/internal/msg"
-	"quoteflowlab.dev/lab/internal/report"
-	"quoteflowlab.dev/lab/internal/variant"
+	"quoteflowlab.dev/kit/check"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/grade"
+	"quoteflowlab.dev/kit/machine"
+	"quoteflowlab.dev/kit/msg"
+	"quoteflowlab.dev/kit/report"
 )
 
 // Grader grades an exercise whose answer is a set of tools (E15): the
 // grade.Grader of method "measured".
 type Grader struct {
 	req     grade.Request
-	variant variant.Variant // with --variant: the broken variant, loaded by Accept
+	variant check.Check // with --variant: the broken variant, loaded by Accept
 }
 
 // New returns a grader for one request; Accept gives it the request.
@@ -72,7 +72,7 @@ func (g *Grader) Accept(req grade.Request) error {
 }
 
 // Check builds the tools and grades them against a provider lab of its own.
-func (g *Grader) Check(ctx context.Context) report.Report { return check(ctx, g.req, g.variant) }
+func (g *Grader) Check(ctx context.Context) report.Report { return checkOne(ctx, g.req, g.variant) }
 
 // Watches: the tools' Go code, and the plan and the report it grades.
 func (g *Grader) Watches(rel string) bool {
@@ -97,14 +97,14 @@ func (g *Grader) Doing() string {
 // broken variant (instructors, --variant), that variant of the reference
 // tools is swapped in through an overlay first; the answer's files stay as
 // they are.
-func check(ctx context.Context, o grade.Request, v variant.Variant) report.Report {
+func checkOne(ctx context.Context, o grade.Request, v check.Check) report.Report {
 	return checkWithin(ctx, o, v, 0)
 }
 
 // checkWithin is check with every tool run bounded by runBound where a
 // scenario sets no tighter bound (0: runTimeout), for tests of a variant
 // that never ends.
-func checkWithin(ctx context.Context, o grade.Request, v variant.Variant, runBound time.Duration) report.Report {
+func checkWithin(ctx context.Context, o grade.Request, v check.Check, runBound time.Duration) report.Report {
 	if o.Answer == "" {
 		o.Answer = o.Lesson.Starter()
 	}
@@ -138,7 +138,7 @@ func checkWithin(ctx context.Context, o grade.Request, v variant.Variant, runBou
 	}
 	if v.Name != "" {
 		var err error
-		opts.Overlay, err = variant.WriteOverlay(o.Root, filepath.Join(opts.BinDir, "variant"), v)
+		opts.Overlay, err = check.WriteOverlay(o.Root, filepath.Join(opts.BinDir, "variant"), v)
 		if err != nil {
 			r.Verdict, r.Summary = report.Failed, "--variant "+v.Name+": "+err.Error()
 			return r
@@ -192,19 +192,19 @@ func checkWithin(ctx context.Context, o grade.Request, v variant.Variant, runBou
 }
 
 // Variants returns the broken variants of the reference tools.
-func Variants(root string, l course.Lesson) ([]variant.Variant, error) {
-	all, err := variant.Load(root, l.Checks(), l.Exercise())
-	return slices.DeleteFunc(all, func(v variant.Variant) bool { return v.Kind != report.Broken }), err
+func Variants(root string, l course.Lesson) ([]check.Check, error) {
+	all, err := check.Load(root, l.Checks(), l.Exercise())
+	return slices.DeleteFunc(all, func(v check.Check) bool { return v.Kind != report.Broken }), err
 }
 
 // ErrNoVariant is returned by Variant for an unknown name.
 var ErrNoVariant = fmt.Errorf("no such broken variant")
 
 // Variant returns the broken variant called name.
-func Variant(root string, l course.Lesson, name string) (variant.Variant, error) {
+func Variant(root string, l course.Lesson, name string) (check.Check, error) {
 	vs, err := Variants(root, l)
 	if err != nil {
-		return variant.Variant{}, err
+		return check.Check{}, err
 	}
 	var names []string
 	for _, v := range vs {
@@ -213,11 +213,11 @@ func Variant(root string, l course.Lesson, name string) (variant.Variant, error)
 		}
 		names = append(names, v.Name)
 	}
-	return variant.Variant{}, fmt.Errorf("%w %q (known: %s)", ErrNoVariant, name, strings.Join(names, ", "))
+	return check.Check{}, fmt.Errorf("%w %q (known: %s)", ErrNoVariant, name, strings.Join(names, ", "))
 }
 
 // decide sets the verdict, its sentence and the next step.
-func decide(r *report.Report, res Result, o grade.Request, v variant.Variant) {
+func decide(r *report.Report, res Result, o grade.Request, v check.Check) {
 	again := o.Again()
 	switch {
 	case res.NotStarted:

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/report"
+	"quoteflowlab.dev/kit/report"
 )
 
 type probeRow struct {

@@ -25,11 +25,11 @@ import (
 	"sync"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/grade"
-	"quoteflowlab.dev/lab/internal/machine"
-	"quoteflowlab.dev/lab/internal/msg"
-	"quoteflowlab.dev/lab/internal/report"
-	"quoteflowlab.dev/lab/internal/runner"
+	"quoteflowlab.dev/kit/grade"
+	"quoteflowlab.dev/kit/machine"
+	"quoteflowlab.dev/kit/msg"
+	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/kit/runner"
 )
 
 // Tools are the five programs an answer contains, one main package per folder.

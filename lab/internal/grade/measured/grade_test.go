@@ -12,9 +12,9 @@ import (
 
 	"quoteflowlab.dev/internal/kept"
 	"quoteflowlab.dev/internal/pressure"
-	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/report"
-	"quoteflowlab.dev/lab/internal/runner"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/kit/runner"
 )
 
 // repoRoot is the repository root, four levels above this package.

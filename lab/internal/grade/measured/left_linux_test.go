@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"quoteflowlab.dev/lab/internal/runner"
+	"quoteflowlab.dev/kit/runner"
 )
 
 // What a tool leaves behind (a process in a session of its own) is counted

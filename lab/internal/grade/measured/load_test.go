@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/runner"
+	"quoteflowlab.dev/kit/runner"
 
 	"quoteflowlab.dev/provider"
 )

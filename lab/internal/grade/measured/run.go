@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/report"
-	"quoteflowlab.dev/lab/internal/runner"
+	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/kit/runner"
 )
 
 // runTimeout bounds one tool run; every scenario of a correct tool ends

@@ -1,9 +1,9 @@
 package measured
 
-import "quoteflowlab.dev/lab/internal/msg"
+import "quoteflowlab.dev/kit/msg"
 
 // A spec names one property. Its words are in lab's message catalog
-// (lab/internal/msg/catalog), in English and in Chinese: spec.NAME is what
+// (kit/msg/catalog), in English and in Chinese: spec.NAME is what
 // the property demands, shown for every property; spec_fail.NAME, when the
 // demand alone does not say it, what a failure means, added after ", but ".
 type spec struct {

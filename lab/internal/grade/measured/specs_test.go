@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"quoteflowlab.dev/lab/internal/msg"
+	"quoteflowlab.dev/kit/msg"
 )
 
 // Every property has its words in both languages (spec.NAME), and the
@@ -16,7 +16,7 @@ func TestEveryPropertyIsWordedInBothLanguages(t *testing.T) {
 		names[s.name] = true
 		for _, l := range []msg.Lang{msg.English, msg.Chinese} {
 			if !msg.Has(l, "spec."+s.name) {
-				t.Errorf("property %s has no %s words: add spec.%s to lab/internal/msg/catalog", s.name, l, s.name)
+				t.Errorf("property %s has no %s words: add spec.%s to kit/msg/catalog", s.name, l, s.name)
 			}
 		}
 		if msg.Has(msg.English, "spec_fail."+s.name) != msg.Has(msg.Chinese, "spec_fail."+s.name) {

@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"quoteflowlab.dev/internal/kept"
-	"quoteflowlab.dev/lab/internal/course"
-	"quoteflowlab.dev/lab/internal/grade"
-	"quoteflowlab.dev/lab/internal/report"
-	"quoteflowlab.dev/lab/internal/variant"
+	"quoteflowlab.dev/kit/check"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/grade"
+	"quoteflowlab.dev/kit/report"
 )
 
 // variantsAtOnce is how many broken variants are graded at a time: two per
@@ -53,7 +53,7 @@ func slowRank(name string) int {
 
 // TestGraderRejectsEveryBrokenVariant is the proof that the E15 grader
 // rejects every broken variant of the reference tools
-// (lessons/15/mutants/<name>.txtar, kind variant) for the property its bug
+// (lessons/15/checks/<name>.txtar, kind broken) for the property its bug
 // breaks (its expect: line): `lab check E15 --answer <reference> --variant
 // <name>` exits 1 with FAILED, the expected property FAILED, no build
 // failure, and a next step saying the variant was rejected for it. A new
@@ -79,7 +79,7 @@ func TestGraderRejectsEveryBrokenVariant(t *testing.T) {
 	// they mostly wait out a hung or slow tool, so holding a turn for it
 	// kept the CPU-bound gradings queued behind them (39 s for the test
 	// when they started last, 29 s first in the pool, 17 s beside it).
-	slices.SortStableFunc(variants, func(a, b variant.Variant) int {
+	slices.SortStableFunc(variants, func(a, b check.Check) int {
 		return cmp.Compare(slowRank(b.Name), slowRank(a.Name))
 	})
 	cache := t.TempDir()
@@ -105,7 +105,7 @@ func TestGraderRejectsEveryBrokenVariant(t *testing.T) {
 
 // gradeVariant grades the reference with v swapped in, as `lab check E15
 // --variant` does, and checks that v is rejected for its property.
-func gradeVariant(t *testing.T, root string, l course.Lesson, cache, ref string, v variant.Variant) {
+func gradeVariant(t *testing.T, root string, l course.Lesson, cache, ref string, v check.Check) {
 	// Only the expected property's tool runs (as `lab check E15 --only`):
 	// the check that rejects the variant is the full grading's own, and the
 	// other tools' scenarios, which the variant leaves as the reference has

@@ -1,0 +1,182 @@
+package course
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"quoteflowlab.dev/kit/report"
+)
+
+func TestFindRootWalksPastNestedModules(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "go.mod"), "// the course\nmodule \"quoteflowlab.dev\" // root\n\ngo 1.26\n")
+	write(t, filepath.Join(root, "checkpoints/13/go.mod"), "module quoteflowlab.dev/checkpoints/13\n")
+	deep := filepath.Join(root, "checkpoints/13/quoteflow")
+	os.MkdirAll(deep, 0o755)
+	got, err := FindRoot(deep)
+	if err != nil || got != root {
+		t.Fatalf("FindRoot(%s) = %q, %v; want %q", deep, got, err, root)
+	}
+}
+
+func TestFindRootOutsideTheRepo(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "go.mod"), "module example.com/other\n")
+	if _, err := FindRoot(dir); !errors.Is(err, ErrNotInRepo) {
+		t.Fatalf("err = %v, want ErrNotInRepo", err)
+	}
+}
+
+func TestParseExercise(t *testing.T) {
+	for _, in := range []string{"E14", "e14", "14"} {
+		if l, err := ParseExercise(in); err != nil || l.Number != 14 {
+			t.Errorf("ParseExercise(%q) = %d, %v", in, l.Number, err)
+		}
+	}
+	for _, in := range []string{"E11", "E99", "x", ""} {
+		if _, err := ParseExercise(in); !errors.Is(err, ErrUnknownExercise) {
+			t.Errorf("ParseExercise(%q): err = %v, want ErrUnknownExercise", in, err)
+		}
+	}
+	l, _ := ParseExercise("E14")
+	if l.Starter() != "lessons/14/exercise" || l.Reference() != "lessons/15/answer_previous" || l.Checkpoint() != "checkpoints/14" {
+		t.Errorf("paths: %s %s %s", l.Starter(), l.Reference(), l.Checkpoint())
+	}
+}
+
+func TestHeadingDropsTheLessonLabel(t *testing.T) {
+	for md, want := range map[string]string{
+		"# Lesson 14: Retry once\n":    "Retry once",
+		"intro\n# 14 — Retry once\n":   "Retry once",
+		"# Retry once\n":               "Retry once",
+		"# 140 retries\n":              "140 retries",
+		"# Lesson 14\n":                "Lesson 14",
+		"no heading\n## Sub heading\n": "",
+	} {
+		if got := heading([]byte(md), 14); got != want {
+			t.Errorf("heading(%q) = %q, want %q", md, got, want)
+		}
+	}
+}
+
+func TestRecordThenLoadState(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	st, warns, err := LoadState(dir)
+	if err != nil || len(st.Exercises) != 0 || len(warns) != 0 {
+		t.Fatalf("missing state: %+v, %v, %v", st, warns, err)
+	}
+	at := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+	mustRecord(t, dir, "E13", Progress{Status: report.Failed, CheckedAt: at})
+	mustRecord(t, dir, "E12", Progress{Status: report.Passed, CheckedAt: at})
+	st = mustLoad(t, dir)
+	if st.Exercises["E12"].Status != report.Passed || st.Exercises["E13"].Status != report.Failed || !st.Exercises["E13"].CheckedAt.Equal(at) {
+		t.Fatalf("state %+v", st)
+	}
+}
+
+// A state file written when the status said "failing" reads as a failed
+// verdict: a student's progress survives the rename.
+func TestOldFailingStatusReadsAsFailed(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "state.json"), `{"exercises": {"E12": {"status": "failing", "checked_at": "2026-11-30T07:00:00Z"}}}`)
+	if st := mustLoad(t, dir); st.Exercises["E12"].Status != report.Failed {
+		t.Fatalf("E12: %+v; want failed", st.Exercises["E12"])
+	}
+}
+
+// One bad entry (here a timestamp that is not one) must not cost the others:
+// the passed E13 survives, the bad E12 is written back as it was, and the
+// warning names it.
+func TestABadEntryLosesNothing(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "state.json"), `{"exercises": {
+		"E12": {"status": "failing", "checked_at": "yesterday-ish"},
+		"E13": {"status": "passed", "checked_at": "2026-11-30T07:00:00Z", "summary": "all caught"}}}`)
+	st, warns, err := LoadState(dir)
+	if err != nil || len(warns) != 1 || !strings.Contains(warns[0], "E12") {
+		t.Fatalf("LoadState: warnings %q, err %v; want one warning naming E12", warns, err)
+	}
+	if st.Exercises["E13"].Status != report.Passed {
+		t.Fatalf("E13 lost: %+v", st.Exercises)
+	}
+	mustRecord(t, dir, "E14", Progress{Status: report.Failed, CheckedAt: time.Now()})
+	data, _ := os.ReadFile(filepath.Join(dir, "state.json"))
+	if !strings.Contains(string(data), "yesterday-ish") || !strings.Contains(string(data), "all caught") {
+		t.Fatalf("rewriting lost an entry:\n%s", data)
+	}
+}
+
+func TestAFileThatIsNotJSONIsKeptAside(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "state.json"), `{"exercises": {"E13": {"status": "passed"`)
+	_, warns, err := LoadState(dir)
+	if err != nil || len(warns) != 1 {
+		t.Fatalf("warnings %q, err %v", warns, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "state.json.bad")); err != nil || !strings.Contains(string(data), "E13") {
+		t.Fatalf("state.json.bad: %q, %v", data, err)
+	}
+}
+
+func TestAPassIsNeverTakenBack(t *testing.T) {
+	dir := t.TempDir()
+	first := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+	mustRecord(t, dir, "E14", Progress{Status: report.Passed, CheckedAt: first})
+	mustRecord(t, dir, "E14", Progress{Status: report.Failed, CheckedAt: first.Add(time.Hour)})
+	p := mustLoad(t, dir).Exercises["E14"]
+	if p.Status != report.Failed || p.PassedAt == nil || !p.PassedAt.Equal(first) {
+		t.Fatalf("after a failing re-check: %+v; want failing with passed_at %v", p, first)
+	}
+}
+
+func TestRecordLeavesNoTemporaryFiles(t *testing.T) {
+	dir := t.TempDir()
+	for range 5 {
+		mustRecord(t, dir, "E12", Progress{Status: report.Failed, CheckedAt: time.Now()})
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("files in the state dir: %v", entries)
+	}
+}
+
+func mustRecord(t *testing.T, dir, ex string, p Progress) {
+	t.Helper()
+	if _, err := Record(dir, ex, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustLoad(t *testing.T, dir string) State {
+	t.Helper()
+	st, warns, err := LoadState(dir)
+	if err != nil || len(warns) > 0 {
+		t.Fatalf("LoadState: %v %v", warns, err)
+	}
+	return st
+}
+
+func TestStateDirFollowsTheEnvironment(t *testing.T) {
+	t.Setenv(StateDirEnv, "")
+	if got := StateDir("/repo"); got != filepath.Join("/repo", ".lab") {
+		t.Errorf("default StateDir = %q", got)
+	}
+	t.Setenv(StateDirEnv, "/elsewhere")
+	if got := StateDir("/repo"); got != "/elsewhere" {
+		t.Errorf("StateDir with %s = %q", StateDirEnv, got)
+	}
+}
+
+func write(t *testing.T, name, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,300 @@
+package mutation
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"quoteflowlab.dev/kit/check"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/msg"
+	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/lab/internal/mutagen"
+)
+
+// A lesson's generated mutants (package mutagen) live beside its checks:
+// scope.txt says which functions they edit, generated.txt holds the last
+// kill-set run (which the reference answer catches every time: required).
+
+// ScopeFile is the lesson's scope of generation.
+func ScopeFile(l course.Lesson) string { return l.Checks() + "/scope.txt" }
+
+// GeneratedFile is the lesson's committed kill-set run.
+func GeneratedFile(l course.Lesson) string { return l.Checks() + "/generated.txt" }
+
+// KillSetCommand is the command that remakes a lesson's generated.txt.
+func KillSetCommand(l course.Lesson) string { return "go run ./lab verify --killset " + l.Exercise() }
+
+// Covers is the hash of what a kill-set run of l covers as the tree is now:
+// the generator's version, the scope, the files in it and the reference
+// answer.
+func Covers(root string, l course.Lesson) (string, error) {
+	s, err := mutagen.ReadScope(root, ScopeFile(l))
+	if err != nil {
+		return "", err
+	}
+	return mutagen.Hash(root, ScopeFile(l), s, l.Reference())
+}
+
+// ReadGenerated reads the lesson's generated.txt; (nil, nil) when the
+// lesson has none.
+func ReadGenerated(root string, l course.Lesson) (*mutagen.Results, error) {
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(GeneratedFile(l))))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	r, err := mutagen.ParseResults(string(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", GeneratedFile(l), err)
+	}
+	r.Exercise = l.Exercise()
+	return r, nil
+}
+
+// Generated returns the lesson's generated mutants that an answer must
+// catch (required in generated.txt, and breaking a stated property by the
+// messages table of properties.md), as checks like the hand-written ones,
+// made from the checkpoint as it is now. A lesson with no generated.txt
+// has none. A required name the generator no longer makes is an error:
+// generated.txt is stale (the course's test says so first).
+func Generated(root string, l course.Lesson) ([]check.Check, error) {
+	res, err := ReadGenerated(root, l)
+	if err != nil || res == nil {
+		return nil, err
+	}
+	s, err := mutagen.ReadScope(root, ScopeFile(l))
+	if err != nil {
+		return nil, err
+	}
+	ms, err := mutagen.FromScope(root, s)
+	if err != nil {
+		return nil, err
+	}
+	rows, _, err := Messages(root, l)
+	if err != nil {
+		return nil, err
+	}
+	zh, err := PropertiesZh(root, l)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]mutagen.Mutant{}
+	for _, m := range ms {
+		byName[m.Name] = m
+	}
+	var vs []check.Check
+	for _, e := range res.Entries {
+		if e.Status != mutagen.Required {
+			continue
+		}
+		m, ok := byName[e.Name]
+		if !ok || m.Edit() != e.Edit {
+			return nil, fmt.Errorf("%s: %s is no longer generated as recorded (the checkpoint changed since the kill-set run): run `%s`", GeneratedFile(l), e.Name, KillSetCommand(l))
+		}
+		e.Property = PropertyOf(rows, e)
+		if !Stated(e.Property) {
+			continue // beyond what the exercise states: not required of an answer
+		}
+		vs = append(vs, generatedVariant(l, m, e, zh[e.Property]))
+	}
+	return vs, nil
+}
+
+func generatedVariant(l course.Lesson, m mutagen.Mutant, e mutagen.Entry, propertyZh string) check.Check {
+	v := m.Check
+	v.Exercise, v.Required, v.Kind = l.Exercise(), true, report.Mutant
+	v.Generated = &check.Generated{Op: m.Op, Where: m.Where(l.Checkpoint()), Edit: m.Edit(), Property: e.Property, PropertyZh: propertyZh}
+	v.Story = msg.In(msg.English, "gen.story", m.Op, v.Generated.Where, m.Edit(), e.Property)
+	if propertyZh != "" {
+		v.StoryZh = msg.In(msg.Chinese, "gen.story", m.Op, v.Generated.Where, m.Edit(), propertyZh)
+	}
+	v.Def = GeneratedFile(l)
+	return v
+}
+
+// normalizeSays makes a failure's line comparable from run to run: ports,
+// durations, pointers, hex identifiers and decimal figures vary.
+func normalizeSays(line string) string {
+	line = portRE.ReplaceAllString(line, "LOOPBACK") // before decimals: 127.0.0.1 is no figure
+	line = durationRE.ReplaceAllString(line, "DUR")
+	line = pointerRE.ReplaceAllString(line, "PTR")
+	line = hexRE.ReplaceAllString(line, "HEX")
+	line = decimalRE.ReplaceAllString(line, "NUM")
+	return strings.TrimSpace(line)
+}
+
+var (
+	durationRE = regexp.MustCompile(`\b[0-9]+(\.[0-9]+)?(ns|µs|us|ms|s|m|h)([0-9]+(\.[0-9]+)?(ns|µs|us|ms|s))*\b`)
+	hexRE      = regexp.MustCompile(`\b[0-9a-f]{8,}\b`)
+	pointerRE  = regexp.MustCompile(`\b0x[0-9a-f]+\b`)
+	decimalRE  = regexp.MustCompile(`\b[0-9]+\.[0-9]+\b`) // a measured figure: elapsed_ms 0.256`
+)
+
+// A MessageRow maps what the reference says on a mutant to the property of
+// properties.md the mutant breaks: the second table of properties.md,
+// under a heading that starts "## The reference's messages".
+type MessageRow struct {
+	Line     int
+	Contains string // a part of the reference's failure line
+	Property string // a row of the first table
+}
+
+// Messages reads properties.md's table of messages, and the names of the
+// first table's properties.
+func Messages(root string, l course.Lesson) (rows []MessageRow, props []string, err error) {
+	name := l.Checks() + "/properties.md"
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
+	if err != nil {
+		return nil, nil, err
+	}
+	section := 0 // 0: before the first table, 1: properties, 2: messages
+	header := false
+	for i, line := range strings.Split(string(data), "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "## The reference's messages") {
+			section, header = 2, true
+			continue
+		}
+		if !strings.HasPrefix(t, "|") {
+			continue
+		}
+		if section == 0 {
+			section, header = 1, true
+		}
+		cells := strings.Split(strings.Trim(t, "|"), "|")
+		if header || strings.Trim(cells[0], " -:") == "" {
+			header = false
+			continue
+		}
+		switch section {
+		case 1:
+			props = append(props, strings.TrimSpace(cells[0]))
+		case 2:
+			if len(cells) != 2 {
+				return nil, nil, fmt.Errorf("%s:%d: want 2 cells (the reference's message holds | property)", name, i+1)
+			}
+			m := regexp.MustCompile("`([^`]+)`").FindStringSubmatch(cells[0])
+			if m == nil {
+				return nil, nil, fmt.Errorf("%s:%d: the message part must be in backticks", name, i+1)
+			}
+			rows = append(rows, MessageRow{Line: i + 1, Contains: m[1], Property: strings.TrimSpace(cells[1])})
+		}
+	}
+	return rows, props, nil
+}
+
+// NotStated starts a messages row's property cell when what the reference
+// says on a mutant breaks no property the exercise states (a control of the
+// reference's own, a check beyond the starter's list): such a mutant is not
+// required, however reliably the reference catches it, since an answer
+// that checks exactly what is stated passes it. The rest of the cell says
+// why; the lesson's page or starter may state it later.
+const NotStated = "not stated:"
+
+// Crash starts a messages row's property cell for a mutant that makes the
+// service panic (or the runtime stop) on a scenario every answer must run:
+// every answer fails on it, whatever it checks, so it is required without
+// a row of the properties table. The rest of the cell says on what.
+const Crash = "crash:"
+
+// Stated reports whether a messages row's property cell names a stated
+// property (not NotStated).
+func Stated(property string) bool { return property != "" && !strings.HasPrefix(property, NotStated) }
+
+// PropertyOf is the property of the first row whose part the entry's
+// message, or its place ("... @ queue/stream.go:230 (Stream.Lease)"),
+// holds, or "". A place lets two mutants that fail with the same words in
+// different functions (a panic's line) map apart.
+func PropertyOf(rows []MessageRow, e mutagen.Entry) string {
+	key := strings.ToLower(e.Says + " @ " + e.Where)
+	for _, r := range rows {
+		if strings.Contains(key, strings.ToLower(r.Contains)) {
+			return r.Property
+		}
+	}
+	return ""
+}
+
+// GeneratedMutant returns the generated mutant or wheat named name (any
+// of the lesson's scope or allowed.txt, required or not) and its entry in
+// generated.txt or wheats.txt when it has one; a wheat's Kind is
+// report.Wheat.
+func GeneratedMutant(root string, l course.Lesson, name string) (mutagen.Mutant, *mutagen.Entry, error) {
+	s, err := mutagen.ReadScope(root, ScopeFile(l))
+	if err != nil {
+		return mutagen.Mutant{}, nil, err
+	}
+	ms, err := mutagen.FromScope(root, s)
+	if err != nil {
+		return mutagen.Mutant{}, nil, err
+	}
+	for _, m := range ms {
+		if m.Name != name {
+			continue
+		}
+		m.Exercise = l.Exercise()
+		res, err := ReadGenerated(root, l)
+		if err != nil || res == nil {
+			return m, nil, err
+		}
+		if e, ok := res.Entry(name); ok {
+			return m, &e, nil
+		}
+		return m, nil, nil
+	}
+	ws, err := generatedWheats(root, l)
+	if err != nil {
+		return mutagen.Mutant{}, nil, err
+	}
+	for _, w := range ws {
+		if w.Name != name {
+			continue
+		}
+		w.Exercise = l.Exercise()
+		res, err := ReadWheats(root, l)
+		if err != nil || res == nil {
+			return w, nil, err
+		}
+		if e, ok := res.Entry(name); ok {
+			return w, &e, nil
+		}
+		return w, nil, nil
+	}
+	return mutagen.Mutant{}, nil, fmt.Errorf("%s has no generated mutant or wheat %q", l.Exercise(), name)
+}
+
+// PropertiesZhFile is the Chinese wording of a lesson's properties: one
+// table row per row of properties.md's first table, | English | 中文 |.
+func PropertiesZhFile(l course.Lesson) string { return l.Checks() + "/properties.zh-CN.md" }
+
+// PropertiesZh reads PropertiesZhFile: each property of properties.md (in
+// English, as there) → its Chinese wording. No file: an empty map.
+func PropertiesZh(root string, l course.Lesson) (map[string]string, error) {
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(PropertiesZhFile(l))))
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "|") || strings.HasPrefix(line, "|---") || strings.HasPrefix(line, "| property |") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), " | ")
+		if len(cells) != 2 {
+			return nil, fmt.Errorf("%s:%d: want 2 cells (property | 中文)", PropertiesZhFile(l), i+1)
+		}
+		out[strings.TrimSpace(cells[0])] = strings.TrimSpace(cells[1])
+	}
+	return out, nil
+}

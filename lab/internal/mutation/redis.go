@@ -1,0 +1,251 @@
+package mutation
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"quoteflowlab.dev/kit/redisinfo"
+	"quoteflowlab.dev/kit/runner"
+)
+
+// RedisEnv is the variable that gives a run of the answer a redis-server
+// of its own, empty (redis://127.0.0.1:PORT/0), which lab check started for
+// that run and kills when the run ends. An answer may use it instead of
+// starting a server of its own; one that starts its own still works.
+const RedisEnv = "LAB_REDIS_URL"
+
+// redisStartWait caps how long redis-server may take to answer PING.
+const redisStartWait = 10 * time.Second
+
+// redisPool gives every run of a check a redis-server of its own: no other
+// run can SELECT its databases, list its keys (INFO keyspace, DBSIZE,
+// KEYS, SCAN), see its clients (CLIENT LIST), hear its messages (PUBLISH,
+// SUBSCRIBE) or slow it down (a long script, a big key). A run's server is
+// killed when the run ends, never handed to another. The commands that
+// would reach past the server (replication, MIGRATE, modules) or write
+// files (CONFIG, SAVE, DEBUG) are disabled; SHUTDOWN too, as before.
+//
+// One server for the whole check with a database per run (before) let a
+// run reach every other run's data: ACLs cannot close that (no ACL rule
+// limits a user to a database, and a key pattern per run needs the
+// answer's keys to carry a prefix the answer does not choose).
+//
+// A server takes 24-71 ms of wall time to start on a busy 2-core machine
+// (about 20 ms of CPU), so the pool starts them ahead of the runs: as many
+// as run at once, then one for each run that takes one, until it has
+// started as many as the check expects to run; past that, one when a run
+// finds none ready. A run's server is killed in the background, so the run
+// does not wait for it; close waits for every one.
+type redisPool struct {
+	bin, dir string
+	ready    chan *redisServer // started, not yet taken
+	mu       sync.Mutex
+	closed   bool
+	started  int            // servers started or starting
+	expected int            // runs the check expects
+	servers  sync.WaitGroup // every server started, until it is stopped
+}
+
+// redisServer is one run's server.
+type redisServer struct {
+	addr string
+	stop func()
+}
+
+// startRedis starts the check's first redis-server on a free loopback port
+// (and more in the background, for the expected runs), or returns nil and
+// why not (no redis-server on PATH: each run's answer starts its own, or
+// its stand-in, as without lab check).
+func startRedis(ctx context.Context, dir string, expected int) (*redisPool, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, nil
+	}
+	p := &redisPool{bin: bin, dir: dir, ready: make(chan *redisServer, runsAtOnce), expected: expected, started: 1}
+	p.servers.Add(1)
+	s, err := p.start(ctx)
+	if err != nil {
+		p.servers.Done()
+		return nil, err
+	}
+	p.ready <- s
+	for range min(runsAtOnce, expected) - 1 {
+		p.refill(false)
+	}
+	return p, nil
+}
+
+// start starts one server; p.servers counts it already.
+func (p *redisPool) start(ctx context.Context) (*redisServer, error) {
+	for range 5 { // another program may take the free port before redis-server binds it
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		s, err := startRedisOn(ctx, p.bin, p.dir, port)
+		if err == nil {
+			kill := s.stop
+			s.stop = func() { go func() { kill(); p.servers.Done() }() }
+			return s, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	return nil, fmt.Errorf("redis-server would not start on a free loopback port")
+}
+
+// refill starts one server in the background for a run to come, if the
+// check expects more runs than servers were started, or if needed (a run
+// finds none ready). A pool that is closed starts none, and kills what
+// comes up after.
+func (p *redisPool) refill(needed bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || !needed && p.started >= p.expected {
+		return
+	}
+	p.started++
+	p.servers.Add(1)
+	go func() {
+		s, err := p.start(context.Background())
+		if err != nil {
+			p.servers.Done()
+			return
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.closed {
+			s.stop()
+			return
+		}
+		select {
+		case p.ready <- s:
+		default:
+			s.stop() // more were started than runs wait: none needed
+		}
+	}()
+}
+
+// forRun is the setting for one run, a server no run had before, and what
+// kills it when the run is done; "" when none came up in time (the answer
+// then starts its own).
+func (p *redisPool) forRun(ctx context.Context) (env string, done func()) {
+	if p == nil {
+		return "", func() {}
+	}
+	var s *redisServer
+	select {
+	case s = <-p.ready:
+		p.refill(false)
+	default:
+		p.refill(true)
+		wait, cancel := context.WithTimeout(ctx, redisStartWait)
+		defer cancel()
+		select {
+		case s = <-p.ready:
+		case <-wait.Done():
+			return "", func() {}
+		}
+	}
+	return fmt.Sprintf("%s=redis://%s/0", RedisEnv, s.addr), s.stop
+}
+
+// close kills every server not taken, and waits until every server the
+// pool started is gone, those the runs took included.
+func (p *redisPool) close() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	for {
+		select {
+		case s := <-p.ready:
+			s.stop()
+			continue
+		default:
+		}
+		break
+	}
+	p.servers.Wait()
+}
+
+func startRedisOn(ctx context.Context, bin, dir string, port int) (*redisServer, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	// The pid file says which process the server that answers must be:
+	// when another program's redis-server took the port since freePort,
+	// this one exits unable to bind, and a PING alone would take the other
+	// for it.
+	pidFile := filepath.Join(dir, fmt.Sprintf("redis-%d-%d.pid", port, time.Now().UnixNano()))
+	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--loglevel", "warning", "--pidfile", pidFile}
+	for _, c := range []string{"SHUTDOWN", "CONFIG", "DEBUG", "REPLICAOF", "SLAVEOF", "MIGRATE", "MODULE", "FAILOVER", "SAVE", "BGSAVE", "BGREWRITEAOF"} {
+		args = append(args, "--rename-command", c, "")
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	exited := make(chan runner.Result, 1)
+	go func() { exited <- runner.Run(sctx, runner.Cmd{Name: bin, Args: args, Dir: dir, Unmeasured: true}) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel() // runner.Run kills the server's whole process group
+			<-exited
+			os.Remove(pidFile)
+		})
+	}
+	s := &redisServer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), stop: stop}
+	wctx, wcancel := context.WithTimeout(ctx, redisStartWait)
+	defer wcancel()
+	for {
+		if ours(wctx, s.addr, pidFile) {
+			return s, nil
+		}
+		select {
+		case res := <-exited:
+			exited <- res
+			stop()
+			return nil, fmt.Errorf("redis-server exited: %s", strings.TrimSpace(res.Output))
+		case <-wctx.Done():
+			stop()
+			return nil, fmt.Errorf("redis-server did not answer PING within %s", redisStartWait)
+		case <-time.After(10 * time.Millisecond): // another process's port: no event to wait on
+		}
+	}
+}
+
+// ours reports whether the server at addr is the process whose pid
+// pidFile holds.
+func ours(ctx context.Context, addr, pidFile string) bool {
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		return false // not written yet
+	}
+	want, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return false
+	}
+	pid, err := redisinfo.PID(ctx, addr)
+	return err == nil && pid == want
+}
+
+// freePort asks the kernel for a free loopback port (free when asked).
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
