@@ -104,6 +104,9 @@ var Lessons = []Lesson{
 	{Number: 19, Title: "A supplier is down: stop asking, answer from what you know",
 		Task:   "a breaker opens past its minimum on outages only, refuses at once, probes a few, closes; a stale answer, marked, never too old",
 		Method: report.Mutants},
+	{Number: 20, Title: "Too much at once: find the limit, shed the rest",
+		Task:   "a limit that follows latency and failures within its bounds, per supplier; a line that serves single quotes first and sheds early",
+		Method: report.Mutants},
 }
 
 // Exercise is the exercise's name, "E14".
