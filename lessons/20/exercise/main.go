@@ -25,7 +25,8 @@
 //     baseline, and its Limiter lets no more than that through at once;
 //  4. a 404 and invalid data are answers, not failures: a supplier that
 //     answers them at its baseline keeps its limit, while one that answers
-//     503 has its limit shrunk;
+//     503 or 500, breaks the connection or hangs past the quote's deadline
+//     (a timeout) has its limit shrunk;
 //  5. the line serves the more important call first: a single quote's call
 //     (adaptive.High) gets a freed slot before a basket line's
 //     (adaptive.Low) that waited longer; a full line takes a High newcomer
@@ -34,7 +35,9 @@
 //  6. nothing waits too long: a waiter is shed (adaptive.ErrShed) at its
 //     target, never waits past its deadline less the Reserve a call
 //     needs, and a newcomer to a full line of calls as important is shed
-//     at once.
+//     at once; a shed waiter leaves the line (the slot it waited for goes
+//     to the next call), and one whose context ends leaves at once with
+//     the context's error.
 //
 // Bonus: each supplier's limit is its own (boreal's 503s shrink boreal's
 // limit, not atlas's).

@@ -128,14 +128,14 @@ func failuresBackOffToTheMinimum() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if got := busy(l, 20*time.Millisecond, 5); got >= 8 {
-		return "", fmt.Errorf("a window of 5 failed calls from a limit of 8: the limit is %d, want below 8 (a 503 or a timeout backs it off)", got)
+	if got := busy(l, 20*time.Millisecond, 1); got >= 8 {
+		return "", fmt.Errorf("a window of 5 calls at 20 ms, one of them failed, from a limit of 8: the limit is %d, want below 8 (a 503 or a timeout backs it off)", got)
 	}
 	for range 40 {
-		busy(l, 20*time.Millisecond, 5)
+		busy(l, 20*time.Millisecond, 1)
 	}
 	if got := l.Current(); got != 2 {
-		return "", fmt.Errorf("41 windows of failed calls with a minimum of 2: the limit is %d, want 2", got)
+		return "", fmt.Errorf("41 windows with a failed call each, with a minimum of 2: the limit is %d, want 2", got)
 	}
 	lim := adaptive.NewLimiter(l, adaptive.Queue{Max: 1, Target: 10 * time.Millisecond})
 	var held []*adaptive.Token
@@ -197,6 +197,8 @@ type fake struct {
 type reply struct {
 	status int
 	bad    bool
+	hang   bool // until the call's context ends: a timeout
+	broken bool // a transport error
 }
 
 func (f *fake) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -212,6 +214,13 @@ func (f *fake) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, r.Context().Err()
 	}
 	a := f.answer[s]
+	if a.hang {
+		<-r.Context().Done()
+		return nil, r.Context().Err()
+	}
+	if a.broken {
+		return nil, errors.New("connection reset by the fake")
+	}
 	if a.status != 0 {
 		return &http.Response{StatusCode: a.status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
 	}
@@ -233,9 +242,11 @@ func (f *fake) count(s string) int {
 // within [1, 12], a window of 4 calls): no hedges, no breakers, no stale
 // answers, so that a call of ours is one call of the service and every
 // failure reaches the limit.
-func service(f *fake) (*quoteflow.Service, error) {
+func service(f *fake) (*quoteflow.Service, error) { return serviceOf(f, 2*time.Second) }
+
+func serviceOf(f *fake, budget time.Duration) (*quoteflow.Service, error) {
 	return quoteflow.New(quoteflow.Config{Transport: f, NoHedge: true, NoBreaker: true, MaxStale: -1, InboundLimit: 100,
-		Budget: 2 * time.Second, Adaptive: &adaptive.Config{Initial: 4, Min: 1, Max: 12, Window: 4}})
+		Budget: budget, Adaptive: &adaptive.Config{Initial: 4, Min: 1, Max: 12, Window: 4}})
 }
 
 // rounds sends n rounds of 4 quotes at once, each bounded.
@@ -262,7 +273,8 @@ func rounds(svc *quoteflow.Service, n int) error {
 
 // 4. A 404 and invalid data are the supplier's answers: the fault is the
 // caller's or the data's, and the supplier answered at its baseline. Its
-// limit must not shrink for them; a 503 must shrink it.
+// limit must not shrink for them; a 503, a 500, a transport error and a
+// timeout must shrink it.
 func clientErrorsAreAnswers() (string, error) {
 	f := &fake{delay: 20 * time.Millisecond, calls: map[string]int{},
 		answer: map[string]reply{"boreal": {status: http.StatusNotFound}, "cedar": {bad: true}}}
@@ -299,7 +311,24 @@ func clientErrorsAreAnswers() (string, error) {
 	if got := svc2.LimitStats().Suppliers["boreal"].Limit; got >= 4 {
 		return "", fmt.Errorf("boreal answered %d calls 503: its limit is %d, want below its start, 4", f2.count("boreal"), got)
 	}
-	return fmt.Sprintf("404s and invalid data kept their limits (boreal %d, cedar %d), 503s shrank boreal's",
+	// Every other failure under load shrinks it too: a 500, a transport
+	// error, a timeout (a call that hangs past the quote's 300 ms).
+	f3 := &fake{delay: 20 * time.Millisecond, calls: map[string]int{},
+		answer: map[string]reply{"atlas": {status: http.StatusInternalServerError}, "boreal": {broken: true}, "cedar": {hang: true}}}
+	svc3, err := serviceOf(f3, 300*time.Millisecond)
+	if err != nil {
+		return "", err
+	}
+	if err := rounds(svc3, 3); err != nil {
+		return "", err
+	}
+	st3 := svc3.LimitStats()
+	for s, what := range map[string]string{"atlas": "500", "boreal": "a transport error", "cedar": "a hang past the quote's deadline (a timeout)"} {
+		if got := st3.Suppliers[s].Limit; got >= 4 {
+			return "", fmt.Errorf("%s answered %d calls with %s: its limit is %d, want below its start, 4 (a failure under load)", s, f3.count(s), what, got)
+		}
+	}
+	return fmt.Sprintf("404s and invalid data kept their limits (boreal %d, cedar %d); a 503, a 500, a transport error and a timeout shrank theirs",
 		st.Suppliers["boreal"].Limit, st.Suppliers["cedar"].Limit), nil
 }
 
@@ -371,42 +400,33 @@ func importantFirst() (string, error) {
 	if w, ok := ready(low1, 20*time.Millisecond); ok {
 		return "", fmt.Errorf("the basket line waiting before the quote got %v as well, want it still waiting", w.err)
 	}
-	low2 := acquire(ctx, lim, adaptive.Low, start)
-	low3 := acquire(ctx, lim, adaptive.Low, start)
+	high2 := acquire(ctx, lim, adaptive.High, start)
+	high3 := acquire(ctx, lim, adaptive.High, start)
 	if err := waitFor(lim, 3); err != nil {
 		return "", err
 	}
-	t0 := time.Now()
-	high2 := acquire(ctx, lim, adaptive.High, start)
-	pushed := 0
-	for _, c := range []chan waiter{low2, low3} {
-		if w, ok := ready(c, 500*time.Millisecond); ok {
-			if !errors.Is(w.err, adaptive.ErrShed) {
-				return "", fmt.Errorf("a waiting basket line answered %v when a quote came to the full line, want adaptive.ErrShed", w.err)
-			}
-			pushed++
-		}
+	high4 := acquire(ctx, lim, adaptive.High, start)
+	if w, ok := ready(low1, 500*time.Millisecond); !ok || !errors.Is(w.err, adaptive.ErrShed) {
+		return "", fmt.Errorf("a quote came to a full line of a basket line and 2 quotes: the basket line got %v (answered: %v), want adaptive.ErrShed at once (the quote takes its place)", w.err, ok)
 	}
-	if pushed != 1 || time.Since(t0) > 700*time.Millisecond {
-		return "", fmt.Errorf("a quote came to a full line of 3 basket lines: %d of the two newest were shed, want 1 at once (the quote takes the newest one's place)", pushed)
+	if err := waitFor(lim, 3); err != nil {
+		return "", fmt.Errorf("after a quote took a basket line's place in a full line of 3: %v", err)
 	}
 	low4 := acquire(ctx, lim, adaptive.Low, start)
 	if w, ok := ready(low4, 500*time.Millisecond); !ok || !errors.Is(w.err, adaptive.ErrShed) {
-		return "", fmt.Errorf("a basket line came to a full line of 2 basket lines and a quote: %v (answered: %v), want adaptive.ErrShed at once", w.err, ok)
+		return "", fmt.Errorf("a basket line came to a full line of 3 quotes: %v (answered: %v), want adaptive.ErrShed at once", w.err, ok)
 	}
-	// Let everyone go: the slots come back, the rest pass in order.
+	// Let everyone go: the slots come back, the quotes pass in order.
 	b.Done(adaptive.Ignore)
-	for _, c := range []chan waiter{high2, low1} {
+	w.tok.Done(adaptive.Ignore)
+	for _, c := range []chan waiter{high2, high3, high4} {
 		w, ok := ready(c, time.Second)
 		if !ok || w.err != nil {
-			return "", fmt.Errorf("a waiter was not let through when slots came back: %v (answered: %v)", w.err, ok)
+			return "", fmt.Errorf("a waiting quote was not let through when slots came back: %v (answered: %v)", w.err, ok)
 		}
 		w.tok.Done(adaptive.Ignore)
 	}
-	if w.tok != nil {
-		w.tok.Done(adaptive.Ignore)
-	}
-	return "a quote before an older basket line, a full line pushed the newest basket line out", nil
+	return "a quote before an older basket line, a quote took a basket line's place in a full line", nil
 }
 
 // 6. Shed early: a waiter leaves the line at its target, never waits past
@@ -418,13 +438,19 @@ func shedEarly() (string, error) {
 	if !ok {
 		return "", errors.New("a Limiter of 1 with nothing in flight refused a call")
 	}
-	defer held.Done(adaptive.Ignore)
+	defer func() { held.Done(adaptive.Ignore) }()
 	bg, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
 	start := time.Now()
 	w, ok := ready(acquire(bg, lim, adaptive.High, start), 3*time.Second)
 	if !ok || !errors.Is(w.err, adaptive.ErrShed) || w.at < 200*time.Millisecond || w.at > time.Second {
 		return "", fmt.Errorf("a call waiting for a slot never freed, with 8 s of deadline: %v after %v (answered: %v), want adaptive.ErrShed at its 200 ms target", w.err, w.at, ok)
+	}
+	held.Done(adaptive.Ignore)
+	if t, ok := lim.TryAcquire(adaptive.High); !ok || lim.Stats().Waiting != 0 {
+		return "", fmt.Errorf("the only slot given back after a waiter was shed: a new call let through %v, %d waiting; want through, none waiting (a shed waiter leaves the line)", ok, lim.Stats().Waiting)
+	} else {
+		held = t
 	}
 	short, cancel2 := context.WithTimeout(context.Background(), 1200*time.Millisecond)
 	defer cancel2()
@@ -447,13 +473,18 @@ func shedEarly() (string, error) {
 	}
 	cancel()
 	for _, c := range []chan waiter{one, two} {
-		if w, ok := ready(c, time.Second); !ok {
-			return "", errors.New("a waiter whose context ended stayed in line")
-		} else if w.tok != nil {
+		w, ok := ready(c, time.Second)
+		if w.tok != nil {
 			w.tok.Done(adaptive.Ignore)
 		}
+		if !ok || !errors.Is(w.err, context.Canceled) {
+			return "", fmt.Errorf("a waiter whose context was cancelled: %v (answered: %v), want context.Canceled at once", w.err, ok)
+		}
 	}
-	return "shed at its 200 ms target, before its deadline less 400 ms, and at once at a full line", nil
+	if n := lim2.Stats().Waiting; n != 0 {
+		return "", fmt.Errorf("%d waiters in line after every one left, want 0", n)
+	}
+	return "shed at its 200 ms target, before its deadline less 400 ms, at once at a full line; a cancelled waiter left", nil
 }
 
 // 7. Each supplier's limit is its own: boreal's 503s back boreal's limit
