@@ -157,6 +157,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"quoteflowlab.dev/internal/kept"
+	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/lab/cli"
 	"quoteflowlab.dev/provider"
 )
@@ -687,7 +688,7 @@ func cmdStarter(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: starter ENN DIR")
 	}
-	l, err := cli.Lesson(args[0])
+	l, err := course.Find(ts.Getenv("REPO"), args[0])
 	ts.Check(err)
 	repo, dir := ts.Getenv("REPO"), ts.MkAbs(args[1])
 	list, err := exec.Command("git", "-C", repo, "ls-tree", "-r", "--name-only", "HEAD", "--", l.Starter()).Output()
@@ -835,7 +836,7 @@ func cmdChecked(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: checked ENN")
 	}
-	l, err := cli.Lesson(args[0])
+	l, err := course.Find(ts.Getenv("REPO"), args[0])
 	ts.Check(err)
 	dir := filepath.Join(ts.Getenv("REPO"), filepath.FromSlash(l.Checks()))
 	defs, err := filepath.Glob(filepath.Join(dir, "*.txtar"))

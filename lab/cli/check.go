@@ -123,19 +123,19 @@ func checkOptions(args []string, stderr io.Writer) (c checkRequest, code int, ok
 	if len(pos) != 1 {
 		return c, usageError(fs, stderr, "%s", msg.T("usage.one_exercise")), false
 	}
-	lesson, err := course.ParseExercise(pos[0])
-	if err != nil {
-		return c, usageError(fs, stderr, "%v", err), false
+	root, ok := findRoot("check", stderr)
+	if !ok {
+		return c, 1, false
+	}
+	lesson, code, ok := findLesson(fs, root, pos[0], stderr)
+	if !ok {
+		return c, code, false
 	}
 	switch {
 	case *timeout <= 0:
 		return c, usageError(fs, stderr, "%s", msg.T("usage.timeout_positive")), false
 	case *repeat < 1 || *repeat > 100:
 		return c, usageError(fs, stderr, "%s", msg.T("usage.repeat_range")), false
-	}
-	root, ok := findRoot("check", stderr)
-	if !ok {
-		return c, 1, false
 	}
 	req := grade.Request{Root: root, Lesson: lesson, Answer: lesson.Starter(), Timeout: *timeout, Repeat: *repeat, Separate: *separate, Variant: *variant, Only: *only, Seed: *seed, Case: *oneCase}
 	if *answer == "" {

@@ -127,10 +127,6 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, msg.T("lab.usage_tail"))
 }
 
-// Lesson returns the manifest's lesson of an exercise name ("E14"), for the
-// testscripts, which cannot import the manifest's package.
-func Lesson(exercise string) (course.Lesson, error) { return course.ParseExercise(exercise) }
-
 // GeneratedRequired is how many generated mutants lab check requires of an
 // answer to exercise l (for the testscripts, which derive their counts).
 func GeneratedRequired(root string, l course.Lesson) (int, error) {

@@ -154,7 +154,11 @@ func TestEveryVerifyScriptGroupHasScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	scripts := scriptNames(root)
-	for _, it := range verifyItems(root) {
+	lessons, err := course.Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range verifyItems(root, lessons) {
 		if it.want == 0 || it.run != nil || it.parent != "" { // parent: a Go test's cases, not scripts
 			continue
 		}

@@ -54,7 +54,11 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 	if len(pos) == 1 {
 		exercise = pos[0]
 	} else {
-		l, ok := firstNotPassed(root, stderr)
+		lessons, ok := loadLessons("watch", root, stderr)
+		if !ok {
+			return 1
+		}
+		l, ok := firstNotPassed(root, lessons, stderr)
 		if !ok {
 			fmt.Fprint(stderr, msg.T("watch.all_pass"))
 			return 1
@@ -86,7 +90,7 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 }
 
 // firstNotPassed is the exercise `lab list` sends the student to.
-func firstNotPassed(root string, stderr io.Writer) (course.Lesson, bool) {
+func firstNotPassed(root string, lessons []course.Lesson, stderr io.Writer) (course.Lesson, bool) {
 	st, warnings, err := course.LoadState(course.StateDir(root))
 	for _, w := range warnings {
 		fmt.Fprint(stderr, msg.T("watch.warning", w))
@@ -94,7 +98,7 @@ func firstNotPassed(root string, stderr io.Writer) (course.Lesson, bool) {
 	if err != nil {
 		fmt.Fprint(stderr, msg.T("watch.state_error", err))
 	}
-	for _, l := range course.Lessons {
+	for _, l := range lessons {
 		if st.Exercises[l.Exercise()].Status != report.Passed {
 			return l, true
 		}
@@ -211,13 +215,13 @@ func (s *watchSession) watch(ctx context.Context, req checkRequest) (next checkR
 				pending = true
 			case 'h', 'H':
 				hint := l
-				if n, ok := nextLesson(l); ok && passed {
+				if n, ok := nextLesson(s.root, l); ok && passed {
 					hint = n
 				}
 				fmt.Fprintln(s.stdout)
 				runHint([]string{hint.Exercise()}, s.stdout, s.stderr)
 			case 'n', 'N':
-				n, ok := nextLesson(l)
+				n, ok := nextLesson(s.root, l)
 				if !ok || !passed || cur != nil {
 					continue
 				}
@@ -260,7 +264,7 @@ func (s *watchSession) footer(l course.Lesson, passed, recorded bool, shown stri
 		} else {
 			fmt.Fprint(s.stdout, msg.T("watch.passed_not_recorded", l.Exercise(), l.Starter()))
 		}
-		n, ok := nextLesson(l)
+		n, ok := nextLesson(s.root, l)
 		switch {
 		case !ok:
 			fmt.Fprint(s.stdout, msg.T("watch.last_exercise"))
@@ -276,12 +280,13 @@ func (s *watchSession) footer(l course.Lesson, passed, recorded bool, shown stri
 }
 
 // nextLesson is the lesson after l in the manifest.
-func nextLesson(l course.Lesson) (course.Lesson, bool) {
-	i := slices.IndexFunc(course.Lessons, func(x course.Lesson) bool { return x.Exercise() == l.Exercise() })
-	if i < 0 || i+1 >= len(course.Lessons) {
+func nextLesson(root string, l course.Lesson) (course.Lesson, bool) {
+	ls, err := course.Load(root)
+	i := slices.IndexFunc(ls, func(x course.Lesson) bool { return x.Number == l.Number })
+	if err != nil || i < 0 || i+1 >= len(ls) {
 		return course.Lesson{}, false
 	}
-	return course.Lessons[i+1], true
+	return ls[i+1], true
 }
 
 // modeLine is the first line: how changes are noticed, and how to switch.

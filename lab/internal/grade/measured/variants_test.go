@@ -67,7 +67,7 @@ func TestGraderRejectsEveryBrokenVariant(t *testing.T) {
 		t.Skip("builds and grades the E15 tools once per broken variant")
 	}
 	t.Parallel() // beside TestReferencePasses and the package's other gradings
-	root, l := repoRoot(t), e15()
+	root, l := repoRoot(t), e15(t)
 	variants, err := Variants(root, l)
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +217,7 @@ func referenceBins(t *testing.T) string {
 		// One go build of the five tools, skipped when nothing they are
 		// built from changed since the last run (the stamps' key is kept
 		// with them; nothing runs in this folder).
-		root, l := repoRoot(t), e15()
+		root, l := repoRoot(t), e15(t)
 		key := grade.TakeKey(dir, grade.ToolsKey)
 		defer grade.PutKey(dir, grade.ToolsKey, key)
 		var pkgs []string
