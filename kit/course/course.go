@@ -1,5 +1,8 @@
 // Package course knows the shape of the QuoteFlow Lab repository: where its
-// root is, which lessons and exercises exist, and where each one's files live.
+// root is (FindRoot), which lessons have an exercise (Load, Find: every
+// folder lessons/NN with a lesson.toml, in order) and where each one's parts
+// live (the Lesson's methods, derived from its number), and what a student
+// has passed (State). lab knows no lesson: a new lesson is a new folder.
 package course
 
 import (

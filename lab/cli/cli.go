@@ -1,6 +1,6 @@
-// Package cli implements the lab command. Main is shared by lab/main.go and
-// by the testscript suite, which registers it as the `lab` command so scripts
-// need no build step.
+// Package cli is the lab command: its subcommands, their flags, usage errors
+// and output. Main is shared by lab/main.go and by the testscript suite,
+// which registers it as the `lab` command so scripts need no build step.
 package cli
 
 import (
