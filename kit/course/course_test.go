@@ -110,7 +110,7 @@ func TestLoadNamesTheFileOfABadManifest(t *testing.T) {
 }
 
 // The course itself: its first exercise is E12, E15 is measured, E17 runs
-// with Redis.
+// with Redis and E14 without.
 func TestTheCourseLoads(t *testing.T) {
 	root, err := FindRoot(".")
 	if err != nil {
@@ -123,12 +123,10 @@ func TestTheCourseLoads(t *testing.T) {
 	if len(ls) == 0 || ls[0].Exercise() != "E12" {
 		t.Fatalf("lessons %v, want E12 first", ls)
 	}
-	for _, l := range ls {
-		if want := l.Number == 15; (l.Method == report.Measured) != want {
-			t.Errorf("%s: method %s", l.Exercise(), l.Method)
-		}
-		if want := l.Number == 17; l.Redis != want {
-			t.Errorf("%s: redis %v", l.Exercise(), l.Redis)
+	for name, want := range map[string]string{"E14": "mutants false", "E15": "measured false", "E17": "mutants true"} {
+		l, err := Find(root, name)
+		if got := fmt.Sprintf("%s %v", l.Method, l.Redis); err != nil || got != want {
+			t.Errorf("%s: %q, %v; want %q", name, got, err, want)
 		}
 	}
 }
