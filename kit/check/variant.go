@@ -1,4 +1,4 @@
-// Package variant loads the course's checks that are builds of its own code
+// Package check loads the course's checks that are builds of its own code
 // with one edit: mutants (a checkpoint with one bug, which an answer must
 // fail on), wheats (a checkpoint changed in a way its contract allows,
 // which an answer must pass on) and broken tool variants (a reference E15

@@ -15,6 +15,7 @@ import (
 
 	"quoteflowlab.dev/kit/check"
 	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/grade"
 	"quoteflowlab.dev/kit/report"
 	"quoteflowlab.dev/kit/runner"
 )
@@ -316,16 +317,16 @@ func verifyItems(root string) []verifyItem {
 	prefixed := func(p string) func(string) bool { return func(s string) bool { return strings.HasPrefix(s, p) } }
 	for _, l := range course.Lessons {
 		p := strings.ToLower(l.Exercise()) + "_"
-		items = append(items, scriptRun(l.Exercise()+": "+graderFor(l.Method).Proves()+" (scripts "+p+"*)", prefixed(p)))
-		if l.Method == report.Measured {
-			items = append(items, variantsRun(root, l))
+		g := graderFor(root, l)
+		items = append(items, scriptRun(l.Exercise()+": "+g.Proves()+" (scripts "+p+"*)", prefixed(p)))
+		if own, ok := g.(*grade.Program); ok {
+			items = append(items, graderRun(root, l, own.Dir))
 		}
 	}
 	items = append(items,
 		verifyItem{
 			name: "course: every lesson complete, every check's edit applies (go test ./lab/...)",
-			// The broken variants are an item of their own (variantsRun).
-			dir: root, env: "GOWORK=off", args: []string{"-skip", "^TestGraderRejectsEveryBrokenVariant$", "./lab/..."},
+			dir:  root, env: "GOWORK=off", args: []string{"./lab/..."},
 			match: func(string, string) bool { return true },
 		},
 		verifyItem{
@@ -344,27 +345,49 @@ func verifyItems(root string) []verifyItem {
 	return items
 }
 
-// variantsRun is the item that proves the grader of a measured exercise
-// rejects each broken variant for its property: one case per variant of
-// TestGraderRejectsEveryBrokenVariant.
-func variantsRun(root string, l course.Lesson) verifyItem {
-	const test = "TestGraderRejectsEveryBrokenVariant"
-	n := 0
-	if vs, err := check.Load(root, l.Checks(), l.Exercise()); err == nil {
-		for _, v := range vs {
-			if v.Kind == report.Broken {
-				n++
+// graderRun is the item that runs the tests of a lesson's own grader (its
+// folder dir): they must pass, and among them, for each broken check of
+// the lesson, a case named after it, which grades the reference with that
+// check swapped in and sees it rejected for its property.
+func graderRun(root string, l course.Lesson, dir string) verifyItem {
+	pkgs := "./" + dir + "/..."
+	it := verifyItem{
+		name: l.Exercise() + ": the grader's own tests; it rejects every broken check for its property (go test " + pkgs + ", a case per " + l.Checks() + "/*.txtar of kind broken)",
+		dir:  root, env: "GOWORK=off", args: []string{pkgs},
+		match: func(string, string) bool { return true },
+	}
+	it.run = func(ctx context.Context) itemResult {
+		run := goTestJSON(ctx, root, it.env, it.args...)
+		r := run.item(it)
+		broken, err := check.Of(root, l, check.Tools, "")
+		if err != nil || len(broken) == 0 {
+			return itemResult{Summary: fmt.Sprintf("no broken checks in %s (%v)", l.Checks(), err)}
+		}
+		var missing []string
+		for _, b := range broken {
+			if !run.passedCase(b.Name) {
+				missing = append(missing, b.Name)
 			}
 		}
+		if r.OK && len(missing) > 0 {
+			r.OK = false
+			r.Summary = fmt.Sprintf("no passing case for %d of %d broken checks: %s", len(missing), len(broken), strings.Join(missing, ", "))
+		} else if r.OK {
+			r.Summary += fmt.Sprintf(", with a case for each of the %d broken checks", len(broken))
+		}
+		return r
 	}
-	return verifyItem{
-		name: l.Exercise() + ": the grader rejects every broken variant for its property (" + test + ", one case per " + l.Checks() + "/*.txtar of kind broken)",
-		dir:  root, env: "GOWORK=off",
-		args:   []string{"-run", "^" + test + "$", "./lab/internal/grade/measured/"},
-		match:  func(_, t string) bool { return strings.HasPrefix(t, test+"/") },
-		parent: test + "/",
-		want:   max(n, 1),
+	return it
+}
+
+// passedCase reports whether a subtest called name passed.
+func (run *testRun) passedCase(name string) bool {
+	for _, t := range run.tests {
+		if strings.HasSuffix(t.test, "/"+name) && t.action == "pass" {
+			return true
+		}
 	}
+	return false
 }
 
 // scriptNames lists the testscripts, without .txtar.
