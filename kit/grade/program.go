@@ -66,6 +66,11 @@ const ProgramTimeout = 10 * time.Minute
 // a request g does not accept (one line on stderr).
 func Main(args []string, g Own, stdout, stderr io.Writer) int {
 	runner.EndWithParent()
+	runner.BecomeSubreaper() // what a run leaves is counted (Linux)
+	return serve(args, g, stdout, stderr)
+}
+
+func serve(args []string, g Own, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("grader", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	root := fs.String("root", "", "the repository root")
@@ -108,10 +113,7 @@ func Main(args []string, g Own, stdout, stderr io.Writer) int {
 	if *accept {
 		return writeJSON(g.Describe(), "", stdout, stderr)
 	}
-	runner.BecomeSubreaper()
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	r := g.Check(ctx)
+	r := g.Check(context.Background())
 	killed, left := runner.Sweep()
 	Swept(&r, req.Again(), killed, left)
 	r.SchemaVersion, r.Lang = report.SchemaVersion, string(msg.Current())

@@ -1,4 +1,4 @@
-// Package measured grades exercise E15, the time-budget tools of lesson 15.
+// Package budget grades exercise E15, the time-budget tools of lesson 15.
 //
 // Grade builds the five tools (call, deadline, retry, fanout, probe) found in
 // an answer directory, starts the provider lab in-process on free loopback
@@ -7,11 +7,11 @@
 // checks the plan and the report. The Result lists every property with a
 // sentence saying what a failure means.
 //
-// Grader is the grade.Grader of method "measured": `lab check E15
-// [--answer DIR] [--variant NAME]` builds a grade.Request, the lab command
-// picks this grader for the lesson's method, Accept checks the request and
-// loads the broken variant, and Check calls Grade and turns its Result into
-// the report.Report every method returns.
+// Grader is what the program lessons/15/grader runs (a grade.Own): `lab
+// check E15 [--answer DIR] [--variant NAME]` builds that program and runs
+// it with the request's flags; Accept checks the request and loads the
+// broken variant, and Check calls Grade and turns its Result into the
+// report.Report every grader returns.
 package budget
 
 import (
