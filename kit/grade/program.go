@@ -171,10 +171,13 @@ func Swept(r *report.Report, again string, killed, left int) {
 type Program struct {
 	Dir string
 
-	req  Request
-	bin  string
-	desc Description
-	err  error // the grader did not build, or did not accept for another reason than the request
+	req Request
+	bin string
+	// fresh: bin is as Accept built it, nothing having run since but the
+	// grader itself; a later Check builds again (a tool of the answer ran).
+	fresh bool
+	desc  Description
+	err   error // the grader did not build, or did not accept for another reason than the request
 }
 
 // Accept builds the grader and has it accept req; its usage error is
@@ -185,6 +188,7 @@ func (p *Program) Accept(req Request) error {
 	if p.err != nil {
 		return nil // Check says so
 	}
+	p.fresh = true
 	var stdout runner.Buffer
 	res := runner.Run(context.Background(), runner.Cmd{Name: p.bin, Args: append(p.args(), "--accept"),
 		Dir: p.req.Root, Timeout: time.Minute, Stdout: &stdout, Unmeasured: true})
@@ -251,16 +255,20 @@ func (p *Program) Check(ctx context.Context) report.Report {
 		r.Summary = p.err.Error()
 		return r
 	}
-	// Built again (the shelf finds it as Accept left it), its key held
-	// until the grader ended.
+	// The key is off the disk until the grader ended; the grader is built
+	// again (through the shelf) unless Accept just did.
 	dir := filepath.Join(p.req.CacheDir, p.req.Lesson.Exercise(), "grader")
 	key := TakeKey(dir, graderKey)
 	defer PutKey(dir, graderKey, key)
-	bin, err := p.buildWith(ctx, dir, key)
-	if err != nil {
-		r.Summary = err.Error()
-		return r
+	bin := p.bin
+	if !p.fresh {
+		var err error
+		if bin, err = p.buildWith(ctx, dir, key); err != nil {
+			r.Summary = err.Error()
+			return r
+		}
 	}
+	p.fresh = false
 	stdout := runner.Buffer{Limit: 64 << 20}
 	res := runner.Run(ctx, runner.Cmd{Name: bin, Args: p.args(), Dir: p.req.Root, Timeout: ProgramTimeout, Stdout: &stdout, Unmeasured: true})
 	if ctx.Err() != nil {
