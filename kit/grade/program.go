@@ -3,6 +3,8 @@ package grade
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -213,13 +215,41 @@ func (p *Program) build(ctx context.Context) (string, error) {
 	return p.buildWith(ctx, dir, key)
 }
 
+// buildWith builds the grader into dir. A binary there that is not the one
+// it last built (a tool of an answer can write into the cache) is removed
+// first: go build would take one that carries the right build ID as up to
+// date, and the shelf would then stamp it.
 func (p *Program) buildWith(ctx context.Context, dir string, key []byte) (string, error) {
 	bin := filepath.Join(dir, runner.Exe(path.Base(p.Dir)))
+	seal := bin + ".seal"
+	want, ok := sealOf(key, bin)
+	if got, err := os.ReadFile(seal); !ok || err != nil || !hmac.Equal(got, want) {
+		os.Remove(bin)
+	}
 	res := Shelf(p.req.Root, key).Build(ctx, p.req.Root, "", bin, "./"+p.Dir)
 	if !res.OK() {
 		return "", fmt.Errorf("the grader %s does not build: %s", p.Dir, ranText(res))
 	}
+	if !res.UpToDate {
+		if sum, ok := sealOf(key, bin); ok {
+			_ = os.WriteFile(seal, sum, 0o644)
+		}
+	}
 	return bin, nil
+}
+
+// sealOf is the HMAC under key of the file bin's content.
+func sealOf(key []byte, bin string) ([]byte, bool) {
+	f, err := os.Open(bin)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	m := hmac.New(sha256.New, key)
+	if _, err := io.Copy(m, f); err != nil {
+		return nil, false
+	}
+	return m.Sum(nil), true
 }
 
 // graderKey keys the stamp of a lesson's grader, kept in its cache folder.

@@ -14,6 +14,7 @@ import (
 	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/kit/msg"
 	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/kit/runner"
 )
 
 // own is a lesson grader that accepts any request but --only bad, and
@@ -150,5 +151,78 @@ func TestSessionRestoresAndReportsTheCourse(t *testing.T) {
 	s.Close()
 	if data, err := os.ReadFile(filepath.Join(keep.Dir, keep.Name)); err != nil || string(data) != string(s.Key) {
 		t.Fatalf("after Close the kept key is %q (%v)", data, err)
+	}
+}
+
+// toyGrader is a lesson's grader in a module of its own: it describes
+// itself with --accept and otherwise reports "failed", whatever it is asked.
+const toyGrader = `package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+)
+
+const answer = ` + "`" + `{"exercise":"E15","verdict":"failed","summary":"the toy grader says so","properties":[]}` + "`" + `
+
+func main() {
+	if slices.Contains(os.Args, "--accept") {
+		fmt.Println(` + "`" + `{"watch":["*.go"],"watching":"Go files","doing":"toying"}` + "`" + `)
+		return
+	}
+	fmt.Println(answer)
+}
+`
+
+// lab check builds a lesson's grader, has it accept the request and runs
+// it, and renders its report. A grader binary changed in the cache since
+// lab built it (a tool of an answer can write there) is never run, even
+// one that keeps the build ID go build judges it by: it is linked anew.
+func TestProgramRunsTheGraderLabBuilt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a toy grader")
+	}
+	root, cache := t.TempDir(), t.TempDir()
+	for name, body := range map[string]string{"go.mod": "module toy\n\ngo 1.26\n", "lessons/15/grader/main.go": toyGrader} {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(body), 0o644)
+	}
+	l, _ := course.ByNumber(15)
+	p := &Program{Dir: "lessons/15/grader"}
+	if err := p.Accept(Request{Root: root, Lesson: l, CacheDir: cache}); err != nil {
+		t.Fatal(err)
+	}
+	if p.Doing() != "toying" || !p.Watches("x/y.go") || p.Watches("plan.json") {
+		t.Fatalf("the description: %+v", p.desc)
+	}
+	check := func() report.Report {
+		t.Helper()
+		r := p.Check(context.Background())
+		if r.Summary != "the toy grader says so" {
+			t.Fatalf("the grader's report is not lab's: %+v", r)
+		}
+		return r
+	}
+	if r := check(); r.Verdict != report.Failed {
+		t.Fatalf("verdict %s", r.Verdict)
+	}
+	// An answer's tool patches the grader in the cache: "failed" becomes
+	// "passed", and the build ID stays.
+	bin := filepath.Join(cache, "E15", "grader", runner.Exe("grader"))
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched := bytes.Replace(data, []byte(`"verdict":"failed"`), []byte(`"verdict":"passed"`), 1)
+	if bytes.Equal(patched, data) {
+		t.Fatal("the toy grader's answer is not in its binary")
+	}
+	if err := os.WriteFile(bin, patched, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if r := check(); r.Verdict != report.Failed {
+		t.Fatalf("the grader patched in the cache ran: verdict %s", r.Verdict)
 	}
 }
