@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,9 +35,6 @@ type verifyItem struct {
 	args  []string
 	match func(pkg, test string) bool
 	want  int // scripts: how many must have passed (0: any number > 0)
-	// parent, when set, is the test whose subtests are the item's cases
-	// (default TestScripts/: one script each).
-	parent string
 	// run, when set, is the item's own work instead of a go test run.
 	run func(ctx context.Context) itemResult
 }
@@ -357,27 +353,31 @@ func graderRun(root string, l course.Lesson, dir string) verifyItem {
 		match: func(string, string) bool { return true },
 	}
 	it.run = func(ctx context.Context) itemResult {
-		run := goTestJSON(ctx, root, it.env, it.args...)
-		r := run.item(it)
-		broken, err := check.Of(root, l, check.Tools, "")
-		if err != nil || len(broken) == 0 {
-			return itemResult{Summary: fmt.Sprintf("no broken checks in %s (%v)", l.Checks(), err)}
-		}
-		var missing []string
-		for _, b := range broken {
-			if !run.passedCase(b.Name) {
-				missing = append(missing, b.Name)
-			}
-		}
-		if r.OK && len(missing) > 0 {
-			r.OK = false
-			r.Summary = fmt.Sprintf("no passing case for %d of %d broken checks: %s", len(missing), len(broken), strings.Join(missing, ", "))
-		} else if r.OK {
-			r.Summary += fmt.Sprintf(", with a case for each of the %d broken checks", len(broken))
-		}
-		return r
+		return graderResult(root, l, it, goTestJSON(ctx, root, it.env, it.args...))
 	}
 	return it
+}
+
+// graderResult is graderRun's item read out of its go test run.
+func graderResult(root string, l course.Lesson, it verifyItem, run *testRun) itemResult {
+	r := run.item(it)
+	broken, err := check.Of(root, l, check.Tools, "")
+	if err != nil || len(broken) == 0 {
+		return itemResult{Summary: fmt.Sprintf("no broken checks in %s (%v)", l.Checks(), err)}
+	}
+	var missing []string
+	for _, b := range broken {
+		if !run.passedCase(b.Name) {
+			missing = append(missing, b.Name)
+		}
+	}
+	if r.OK && len(missing) > 0 {
+		r.OK = false
+		r.Summary = fmt.Sprintf("no passing case for %d of %d broken checks: %s", len(missing), len(broken), strings.Join(missing, ", "))
+	} else if r.OK {
+		r.Summary += fmt.Sprintf(", with a case for each of the %d broken checks", len(broken))
+	}
+	return r
 }
 
 // passedCase reports whether a subtest called name passed.
@@ -478,8 +478,7 @@ func (run *testRun) item(it verifyItem) itemResult {
 			}
 			continue
 		}
-		parent := cmp.Or(it.parent, "TestScripts/")
-		top := !strings.Contains(strings.TrimPrefix(t.test, parent), "/")
+		top := !strings.Contains(strings.TrimPrefix(t.test, "TestScripts/"), "/")
 		if !top {
 			continue
 		}
@@ -514,13 +513,9 @@ func (run *testRun) item(it verifyItem) itemResult {
 		if it.want > 0 {
 			names := make([]string, len(passed))
 			for i, p := range passed {
-				names[i] = strings.TrimPrefix(p, cmp.Or(it.parent, "TestScripts/"))
+				names[i] = strings.TrimPrefix(p, "TestScripts/")
 			}
-			what := "scripts"
-			if it.parent != "" {
-				what = "cases"
-			}
-			r.Summary = fmt.Sprintf("%d %s passed: %s", len(passed), what, strings.Join(names, ", "))
+			r.Summary = fmt.Sprintf("%d scripts passed: %s", len(passed), strings.Join(names, ", "))
 		}
 		if run.cached > 0 {
 			r.Notes = append(r.Notes, "some results are cached: unchanged since they last passed (--no-cache reruns)")
