@@ -170,7 +170,7 @@ type checker struct {
 	s             *grade.Session
 	selfBusyNoted bool
 	r             *report.Report
-	mu            sync.Mutex // guards r's notes and machine figures while runs go at once
+	mu            sync.Mutex // guards r's notes while runs go at once
 	// redis gives each run a redis-server of its own (lessons with Redis),
 	// nil without; set before the first run (redisUp closed), then read only.
 	redis   *redisPool
