@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"quoteflowlab.dev/kit/course"
-	"quoteflowlab.dev/lab/internal/demo"
+	"quoteflowlab.dev/kit/demo"
 )
 
 const page = "# A page\n\n```text\n$ go run ./lab demo 16 slow-basket\nsome words\n" +
@@ -102,7 +102,7 @@ func TestWithin(t *testing.T) {
 // 0..1) is a page that contradicts itself.
 func TestEveryPageKeepsItsOwnBars(t *testing.T) {
 	for _, l := range course.Lessons {
-		data, err := os.ReadFile(filepath.Join("..", "..", "..", filepath.FromSlash(l.Page())))
+		data, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(l.Page())))
 		if err != nil {
 			continue
 		}
