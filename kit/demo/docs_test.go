@@ -38,7 +38,7 @@ func TestAPageThatHoldsPasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) != 1 || len(ms[0].Checks) != 4 || ms[0].Checks[1].Why != "the one figure that tells them apart" {
+	if len(ms) != 1 || len(ms[0].Figures) != 4 || ms[0].Figures[1].Why != "the one figure that tells them apart" {
 		t.Fatalf("markers = %+v", ms)
 	}
 	if bad := ms[0].Compare(fresh("3", "2.11")); len(bad) != 0 {

@@ -140,7 +140,7 @@ func StatusText(status int, detail string) string {
 	return fmt.Sprintf("%d %s", status, detail)
 }
 
-// MS is d in whole milliseconds, Secs in seconds with two decimals.
+// MS is d in whole milliseconds.
 func MS(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/float64(time.Millisecond)) }
 
 // Secs is d in seconds with two decimals.

@@ -147,7 +147,7 @@ func runDemoFigures(ctx context.Context, root string, lesson int, name string, m
 	var bad []string
 	n := 0
 	for _, mk := range ms {
-		n += len(mk.Checks)
+		n += len(mk.Figures)
 		for _, b := range mk.Compare(out.String()) {
 			bad = append(bad, fmt.Sprintf("%s:%d: %s", mk.Page, mk.Line, b))
 		}
