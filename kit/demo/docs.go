@@ -22,16 +22,16 @@ import (
 // the page's number), or a bound (<= X, >= X, X..Y) both the page's figure
 // and the fresh one must keep.
 type Marker struct {
-	Page   string
-	Line   int // of the marker, 1-based
-	Lesson int
-	Name   string
-	Block  string // the figure block above the marker
-	Checks []Check
+	Page    string
+	Line    int // of the marker, 1-based
+	Lesson  int
+	Name    string
+	Block   string // the figure block above the marker
+	Figures []Figure
 }
 
-// A Check is one marker line.
-type Check struct {
+// A Figure is one marker line: a figure of the block, and its tolerance.
+type Figure struct {
 	Key, Tol, Why string
 }
 
@@ -73,7 +73,7 @@ func Markers(page, text string) ([]Marker, error) {
 			if line == "" {
 				continue
 			}
-			c := Check{}
+			c := Figure{}
 			line, c.Why, _ = strings.Cut(line, "#")
 			key, tol, ok := strings.Cut(line, " ~ ")
 			if !ok {
@@ -83,9 +83,9 @@ func Markers(page, text string) ([]Marker, error) {
 			if _, err := Within(c.Tol, "1", "1"); err != nil {
 				return nil, fmt.Errorf("%s:%d: %v", page, m.Line+1+i, err)
 			}
-			m.Checks = append(m.Checks, c)
+			m.Figures = append(m.Figures, c)
 		}
-		if len(m.Checks) == 0 {
+		if len(m.Figures) == 0 {
 			return nil, fmt.Errorf("%s:%d: a marker with no figure to check", page, m.Line)
 		}
 		out = append(out, m)
@@ -103,7 +103,7 @@ func Markers(page, text string) ([]Marker, error) {
 func (m Marker) Compare(fresh string) []string {
 	page, now := Figures(m.Block), Figures(fresh)
 	var bad []string
-	for _, c := range m.Checks {
+	for _, c := range m.Figures {
 		p, ok := page[c.Key]
 		if !ok {
 			bad = append(bad, fmt.Sprintf("%q: not in the page's block", c.Key))

@@ -1,4 +1,4 @@
-package demo
+package main
 
 import (
 	"context"
@@ -12,6 +12,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"quoteflowlab.dev/kit/api"
+	"quoteflowlab.dev/kit/demo"
+	"quoteflowlab.dev/kit/load"
 	"quoteflowlab.dev/provider"
 )
 
@@ -19,8 +22,8 @@ import (
 const leasesKey = "{quoteflow}:leases"
 
 // three starts three checkpoint 17 processes on prov, with extra flags.
-func three(ctx context.Context, e *Env, bin, prov string, extra ...string) ([]*Proc, error) {
-	ps := make([]*Proc, 3)
+func three(ctx context.Context, e *demo.Env, bin, prov string, extra ...string) ([]*demo.Proc, error) {
+	ps := make([]*demo.Proc, 3)
 	for i := range ps {
 		p, err := e.Quoteflow(ctx, bin, prov, extra...)
 		if err != nil {
@@ -34,14 +37,14 @@ func three(ctx context.Context, e *Env, bin, prov string, extra ...string) ([]*P
 
 // quotes sends n quotes at scenario to each process at once and counts the
 // answers' statuses and failure codes.
-func quotes(ctx context.Context, ps []*Proc, n int, scenario string) (statuses, codes map[string]int) {
+func quotes(ctx context.Context, ps []*demo.Proc, n int, scenario string) (statuses, codes map[string]int) {
 	var mu sync.Mutex
 	statuses, codes = map[string]int{}, map[string]int{}
 	var wg sync.WaitGroup
 	for _, p := range ps {
 		for range n {
 			wg.Go(func() {
-				q, status, _, err := postQuote(ctx, p.URL, scenario)
+				q, status, _, err := demo.PostQuote(ctx, p.URL, scenario)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -59,7 +62,7 @@ func quotes(ctx context.Context, ps []*Proc, n int, scenario string) (statuses, 
 	return statuses, codes
 }
 
-func threeProcesses(ctx context.Context, e *Env, w io.Writer) error {
+func threeProcesses(ctx context.Context, e *demo.Env, w io.Writer) error {
 	bin, err := e.Build(ctx, 17, "")
 	if err != nil {
 		return err
@@ -84,7 +87,7 @@ func threeProcesses(ctx context.Context, e *Env, w io.Writer) error {
 			return err
 		}
 		statuses, codes := quotes(ctx, ps, 12, "slow")
-		st, err := stats(ctx, prov.URL)
+		st, err := demo.Stats(ctx, prov.URL)
 		if err != nil {
 			return err
 		}
@@ -93,8 +96,8 @@ func threeProcesses(ctx context.Context, e *Env, w io.Writer) error {
 			ps64[k] = int(v)
 		}
 		for k, v := range map[string]any{
-			"responses": counts(statuses), "failure codes": counts(codes), "supplier calls (provider)": st.Total,
-			"max_active (provider)": st.MaxActive, "provider statuses": counts(ps64),
+			"responses": load.Counts(statuses), "failure codes": load.Counts(codes), "supplier calls (provider)": st.Total,
+			"max_active (provider)": st.MaxActive, "provider statuses": load.Counts(ps64),
 		} {
 			rows[k] = append(rows[k], v)
 		}
@@ -104,7 +107,7 @@ func threeProcesses(ctx context.Context, e *Env, w io.Writer) error {
 	}
 	fmt.Fprintln(w, "three checkpoint 17 processes, 12 quotes at slow sent at once to each (36 in all); first each with its")
 	fmt.Fprintln(w, "own limit of 6 (no --redis), then all three on one redis-server (--redis): one quota of 6")
-	t := Table{Columns: []string{"local limits", "one Redis quota"}}
+	t := demo.Table{Columns: []string{"local limits", "one Redis quota"}}
 	for _, k := range order {
 		t.Add(k, rows[k]...)
 	}
@@ -112,9 +115,9 @@ func threeProcesses(ctx context.Context, e *Env, w io.Writer) error {
 	return nil
 }
 
-func kill9(ctx context.Context, e *Env, w io.Writer) error {
-	setups := []setup{{"checkpoint 17", ""}, {"no_ttl", "no_ttl"}}
-	bins, err := buildAll(ctx, e, 17, setups)
+func kill9(ctx context.Context, e *demo.Env, w io.Writer) error {
+	setups := []demo.Setup{{Column: "checkpoint 17"}, {Column: "no_ttl", Mutant: "no_ttl"}}
+	bins, err := e.BuildAll(ctx, 17, setups)
 	if err != nil {
 		return err
 	}
@@ -132,7 +135,7 @@ func kill9(ctx context.Context, e *Env, w io.Writer) error {
 	fmt.Fprintln(w, "three checkpoint 17 processes on one redis-server (a quota of 6, leases with a TTL of 2 s renewed every")
 	fmt.Fprintln(w, "TTL/3), under steady slow load (8, 3 and 3 quotes in flight); the first is killed with kill -9 once it holds 2 or more leases.")
 	fmt.Fprintln(w, "Witness: the lease set itself, sampled every 5 ms on Redis's clock; no_ttl: leases that never expire")
-	t := Table{Columns: columns(setups)}
+	t := demo.Table{Columns: demo.Columns(setups)}
 	for _, k := range order {
 		t.Add(k, rows[k]...)
 	}
@@ -140,7 +143,7 @@ func kill9(ctx context.Context, e *Env, w io.Writer) error {
 	return nil
 }
 
-func kill9Run(ctx context.Context, e *Env, bin string) (map[string]any, error) {
+func kill9Run(ctx context.Context, e *demo.Env, bin string) (map[string]any, error) {
 	prov, err := e.Provider()
 	if err != nil {
 		return nil, err
@@ -185,7 +188,7 @@ func kill9Run(ctx context.Context, e *Env, bin string) (map[string]any, error) {
 			if time.Since(start) > limit {
 				return h, false, nil
 			}
-			if err := pause(ctx, 5*time.Millisecond); err != nil {
+			if err := demo.Pause(ctx, 5*time.Millisecond); err != nil {
 				return nil, false, err
 			}
 		}
@@ -202,7 +205,7 @@ func kill9Run(ctx context.Context, e *Env, bin string) (map[string]any, error) {
 		for range n {
 			wg.Go(func() {
 				for loadCtx.Err() == nil {
-					postQuote(loadCtx, ps[i].URL, "slow")
+					demo.PostQuote(loadCtx, ps[i].URL, "slow")
 				}
 			})
 		}
@@ -221,7 +224,7 @@ func kill9Run(ctx context.Context, e *Env, bin string) (map[string]any, error) {
 	}
 	start(1, 3)
 	start(2, 3)
-	if err := pause(ctx, 1500*time.Millisecond); err != nil {
+	if err := demo.Pause(ctx, 1500*time.Millisecond); err != nil {
 		return nil, err
 	}
 	// Kill it while it holds at least two leases.
@@ -256,7 +259,7 @@ func kill9Run(ctx context.Context, e *Env, bin string) (map[string]any, error) {
 		if expired != 0 && back != 0 && at > expired+500*time.Millisecond {
 			break
 		}
-		if err := pause(ctx, 5*time.Millisecond); err != nil {
+		if err := demo.Pause(ctx, 5*time.Millisecond); err != nil {
 			return nil, err
 		}
 	}
@@ -274,10 +277,10 @@ func orNever(d time.Duration) string {
 	if d == 0 {
 		return "never (4 s)"
 	}
-	return secs(d)
+	return demo.Secs(d)
 }
 
-func rateLimited17(ctx context.Context, e *Env, w io.Writer) error {
+func rateLimited17(ctx context.Context, e *demo.Env, w io.Writer) error {
 	bin, err := e.Build(ctx, 17, "")
 	if err != nil {
 		return err
@@ -316,17 +319,17 @@ func rateLimited17(ctx context.Context, e *Env, w io.Writer) error {
 					codes[k] += v
 				}
 			})
-			if err := pause(ctx, 750*time.Millisecond); err != nil {
+			if err := demo.Pause(ctx, 750*time.Millisecond); err != nil {
 				return err
 			}
 		}
 		wg.Wait()
-		st, err := stats(ctx, prov.URL)
+		st, err := demo.Stats(ctx, prov.URL)
 		if err != nil {
 			return err
 		}
 		for k, v := range map[string]any{
-			"responses": counts(statuses), "failure codes": counts(codes), "supplier calls (provider)": st.Total,
+			"responses": load.Counts(statuses), "failure codes": load.Counts(codes), "supplier calls (provider)": st.Total,
 			"429s sent (provider)": st.RateLimited,
 		} {
 			rows[k] = append(rows[k], v)
@@ -337,7 +340,7 @@ func rateLimited17(ctx context.Context, e *Env, w io.Writer) error {
 	}
 	fmt.Fprintln(w, "three checkpoint 17 processes; a burst of 12 quotes at ratelimited (4 to each) every 750 ms for 6 s;")
 	fmt.Fprintln(w, "boreal admits 5 requests in any 200 ms. First local limits only, then one Redis with --rate 5/250ms")
-	t := Table{Columns: []string{"local limits", "Redis, --rate 5/250ms"}}
+	t := demo.Table{Columns: []string{"local limits", "Redis, --rate 5/250ms"}}
 	for _, k := range order {
 		t.Add(k, rows[k]...)
 	}
@@ -345,7 +348,7 @@ func rateLimited17(ctx context.Context, e *Env, w io.Writer) error {
 	return nil
 }
 
-func redisOutage(ctx context.Context, e *Env, w io.Writer) error {
+func redisOutage(ctx context.Context, e *demo.Env, w io.Writer) error {
 	bin, err := e.Build(ctx, 17, "")
 	if err != nil {
 		return err
@@ -364,7 +367,7 @@ func redisOutage(ctx context.Context, e *Env, w io.Writer) error {
 	}
 	fmt.Fprintln(e.Log, p.First)
 	one := func() (string, string, time.Duration, error) {
-		q, status, took, err := postQuote(ctx, p.URL, "normal")
+		q, status, took, err := demo.PostQuote(ctx, p.URL, "normal")
 		if err != nil {
 			return "", "", took, err
 		}
@@ -372,14 +375,14 @@ func redisOutage(ctx context.Context, e *Env, w io.Writer) error {
 		for _, f := range q.Failures {
 			m[f.Code]++
 		}
-		return fmt.Sprintf("%d, %d quotes", status, len(q.Quotes)), counts(m), took, nil
+		return fmt.Sprintf("%d, %d quotes", status, len(q.Quotes)), load.Counts(m), took, nil
 	}
 	beforeS, beforeC, _, err := one()
 	if err != nil {
 		return err
 	}
 	r.Stop()
-	before, err := stats(ctx, prov.URL)
+	before, err := demo.Stats(ctx, prov.URL)
 	if err != nil {
 		return err
 	}
@@ -387,7 +390,7 @@ func redisOutage(ctx context.Context, e *Env, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	after, err := stats(ctx, prov.URL)
+	after, err := demo.Stats(ctx, prov.URL)
 	if err != nil {
 		return err
 	}
@@ -397,12 +400,12 @@ func redisOutage(ctx context.Context, e *Env, w io.Writer) error {
 	started := time.Now()
 	var backAfter time.Duration
 	for time.Since(started) < 10*time.Second {
-		q, status, _, err := postQuote(ctx, p.URL, "normal")
+		q, status, _, err := demo.PostQuote(ctx, p.URL, "normal")
 		if err == nil && status == 200 && len(q.Failures) == 0 && len(q.Quotes) > 0 {
 			backAfter = time.Since(started)
 			break
 		}
-		if err := pause(ctx, 20*time.Millisecond); err != nil {
+		if err := demo.Pause(ctx, 20*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -412,7 +415,7 @@ func redisOutage(ctx context.Context, e *Env, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "one checkpoint 17 process on %s; one quote at normal before, one with Redis killed, then\n", kind)
 	fmt.Fprintln(w, "Redis started again on the same port, empty, and a quote every 20 ms until one is complete")
-	t := Table{Columns: []string{"checkpoint 17"}}
+	t := demo.Table{Columns: []string{"checkpoint 17"}}
 	t.Add("before: status", beforeS)
 	t.Add("before: failure codes", beforeC)
 	t.Add("Redis down: status", downS)
@@ -424,26 +427,15 @@ func redisOutage(ctx context.Context, e *Env, w io.Writer) error {
 	return nil
 }
 
-// costQuote is the part of a quote answer cost-quota reads.
-type costQuote struct {
-	Quotes []struct {
-		Supplier string `json:"supplier"`
-	} `json:"quotes"`
-	Failures []struct {
-		Supplier string `json:"supplier"`
-		Code     string `json:"code"`
-	} `json:"failures"`
-}
-
 // postQuoteQty asks for one quote of KB-001 at scenario, of quantity qty.
-func postQuoteQty(ctx context.Context, qf, scenario string, qty int) (costQuote, int, error) {
+func postQuoteQty(ctx context.Context, qf, scenario string, qty int) (api.Answer, int, error) {
 	body, _ := json.Marshal(map[string]any{"sku": "KB-001", "quantity": qty, "scenario": scenario})
-	var q costQuote
-	status, _, err := do(ctx, http.MethodPost, qf+"/api/quotes", body, &q)
+	var q api.Answer
+	status, _, err := demo.Do(ctx, http.MethodPost, qf+"/api/quotes", body, &q)
 	return q, status, err
 }
 
-func costQuota(ctx context.Context, e *Env, w io.Writer) error {
+func costQuota(ctx context.Context, e *demo.Env, w io.Writer) error {
 	bin, err := e.Build(ctx, 17, "")
 	if err != nil {
 		return err
@@ -499,13 +491,13 @@ func costQuota(ctx context.Context, e *Env, w io.Writer) error {
 					}
 				})
 			}
-			if err := pause(ctx, 250*time.Millisecond); err != nil {
+			if err := demo.Pause(ctx, 250*time.Millisecond); err != nil {
 				return err
 			}
 		}
 		wg.Wait()
 		var st provider.Stats
-		if _, _, err := do(ctx, http.MethodGet, prov.URL+"/stats", nil, &st); err != nil {
+		if _, _, err := demo.Do(ctx, http.MethodGet, prov.URL+"/stats", nil, &st); err != nil {
 			return err
 		}
 		ps64 := map[string]int{}
@@ -515,8 +507,8 @@ func costQuota(ctx context.Context, e *Env, w io.Writer) error {
 		for k, v := range map[string]any{
 			"quotes":                   fmt.Sprintf("%d (%d of 40)", n, sizes[40]),
 			"boreal quoted":            quoted,
-			"failures":                 counts(failures),
-			"provider statuses":        counts(ps64),
+			"failures":                 load.Counts(failures),
+			"provider statuses":        load.Counts(ps64),
 			"cost_limited (provider)":  st.CostLimited,
 			"cost_admitted (provider)": st.CostAdmitted,
 		} {
@@ -530,7 +522,7 @@ func costQuota(ctx context.Context, e *Env, w io.Writer) error {
 	fmt.Fprintln(w, "three checkpoint 17 processes on one Redis, at costlimited (boreal admits 100 units of quantity in")
 	fmt.Fprintln(w, "any 1000 ms); every 250 ms for 4 s one quote to each process, of quantity 2, 2, 2, then 40 in turn.")
 	fmt.Fprintln(w, "First a quota of calls (--rate 20/1100ms), then a quota of cost (--rate 100/1100ms --rate-by quantity)")
-	t := Table{Columns: columns}
+	t := demo.Table{Columns: columns}
 	for _, k := range order {
 		t.Add(k, rows[k]...)
 	}
@@ -556,7 +548,7 @@ type queueCounts struct {
 // queuedJob is one supplier call of a basket line that the answer queued.
 type queuedJob struct{ requestID, supplier string }
 
-func streamsClaim(ctx context.Context, e *Env, w io.Writer) error {
+func streamsClaim(ctx context.Context, e *demo.Env, w io.Writer) error {
 	bin, err := e.Build(ctx, 17, "")
 	if err != nil {
 		return err
@@ -581,7 +573,7 @@ func streamsClaim(ctx context.Context, e *Env, w io.Writer) error {
 	// busy machine the very first write can take longer than the 250 ms a
 	// basket's store write has, and is answered store_unavailable.
 	for try := 1; ; try++ {
-		_, status, _, err := postBasket(ctx, a.URL, 1, "")
+		_, status, _, err := demo.PostBasket(ctx, a.URL, 1, "")
 		if err == nil && status == http.StatusOK {
 			break
 		}
@@ -589,7 +581,7 @@ func streamsClaim(ctx context.Context, e *Env, w io.Writer) error {
 			return fmt.Errorf("a 1-line basket at normal: status %d, %v", status, err)
 		}
 	}
-	b, status, _, err := postBasket(ctx, a.URL, 20, "slow")
+	b, status, _, err := demo.PostBasket(ctx, a.URL, 20, "slow")
 	if err != nil {
 		return err
 	}
@@ -597,16 +589,8 @@ func streamsClaim(ctx context.Context, e *Env, w io.Writer) error {
 		return fmt.Errorf("the basket answered %d: %s", status, b.Detail)
 	}
 	var jobs []queuedJob
-	var full struct {
-		Items []struct {
-			RequestID string `json:"request_id"`
-			Failures  []struct {
-				Supplier string `json:"supplier"`
-				Queued   bool   `json:"queued"`
-			} `json:"failures"`
-		} `json:"items"`
-	}
-	if _, _, err := do(ctx, http.MethodGet, a.URL+"/api/baskets/"+b.ID, nil, &full); err != nil {
+	var full api.Answer
+	if _, _, err := demo.Do(ctx, http.MethodGet, a.URL+"/api/baskets/"+b.BasketID, nil, &full); err != nil {
 		return err
 	}
 	for _, it := range full.Items {
@@ -617,7 +601,7 @@ func streamsClaim(ctx context.Context, e *Env, w io.Writer) error {
 		}
 	}
 	if len(jobs) == 0 {
-		return fmt.Errorf("the basket queued nothing (statuses %s)", b.Statuses())
+		return fmt.Errorf("the basket queued nothing (statuses %s)", demo.LineStatuses(b))
 	}
 
 	// Kill A as soon as its consumer holds jobs it has not finished.
@@ -638,7 +622,7 @@ func streamsClaim(ctx context.Context, e *Env, w io.Writer) error {
 		if time.Since(start) > 10*time.Second {
 			return fmt.Errorf("A's worker took no job within 10 s")
 		}
-		if err := pause(ctx, 5*time.Millisecond); err != nil {
+		if err := demo.Pause(ctx, 5*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -659,39 +643,30 @@ func streamsClaim(ctx context.Context, e *Env, w io.Writer) error {
 		if claimed == 0 && x.Consumers[owner] == 0 {
 			claimed = time.Since(killed)
 		}
-		if _, _, err := do(ctx, http.MethodGet, bp.URL+"/api/compensation", nil, &qc); err != nil {
+		if _, _, err := demo.Do(ctx, http.MethodGet, bp.URL+"/api/compensation", nil, &qc); err != nil {
 			return err
 		}
 		if qc.Pending == 0 && qc.Leased == 0 {
 			finished = time.Since(killed)
 			break
 		}
-		if err := pause(ctx, 20*time.Millisecond); err != nil {
+		if err := demo.Pause(ctx, 20*time.Millisecond); err != nil {
 			return err
 		}
 	}
-	after, err := getBasket(ctx, bp.URL, b.ID)
+	after, err := demo.GetBasket(ctx, bp.URL, b.BasketID)
 	if err != nil {
 		return err
 	}
 	// The provider's own log: how many 200s each queued call got.
 	oks := map[int]int{}
 	for _, j := range jobs {
-		rs, err := requestLog(ctx, prov.URL, j.requestID)
+		rs, err := demo.RequestLog(ctx, prov.URL, j.requestID)
 		if err != nil {
 			return err
 		}
-		var log []provider.Attempt
-		switch j.supplier {
-		case "atlas":
-			log = rs.Log.Atlas
-		case "boreal":
-			log = rs.Log.Boreal
-		case "cedar":
-			log = rs.Log.Cedar
-		}
 		n := 0
-		for _, at := range log {
+		for _, at := range api.Attempts(rs.Log, j.supplier) {
 			if at.Status == http.StatusOK {
 				n++
 			}
@@ -703,15 +678,15 @@ func streamsClaim(ctx context.Context, e *Env, w io.Writer) error {
 	fmt.Fprintln(w, "process A (checkpoint 17, --redis, --queue-visibility 2s) answers a 20-line basket at slow (provider")
 	fmt.Fprintln(w, "--latency-scale 0.6) and is killed with kill -9 once its worker holds queued jobs; process B, started")
 	fmt.Fprintln(w, "then on the same Redis, claims them. Witness: the stream's pending list, and the provider's log per call")
-	t := Table{Columns: []string{"checkpoint 17"}}
-	t.Add("basket answered", b.Statuses())
+	t := demo.Table{Columns: []string{"checkpoint 17"}}
+	t.Add("basket answered", demo.LineStatuses(b))
 	t.Add("calls queued", len(jobs))
 	t.Add("held by A when killed", held)
 	t.Add("none held by A after (s)", orNever(claimed))
 	t.Add("queue empty after (s)", orNever(finished))
 	t.Add("jobs done", qc.Done)
 	t.Add("jobs dead", qc.Dead)
-	t.Add("basket at the end", after.Statuses())
+	t.Add("basket at the end", demo.LineStatuses(after))
 	t.Add("queued calls with one 200", oks[1])
 	t.Add("queued calls with no 200", oks[0])
 	more := 0

@@ -1,11 +1,3 @@
-// Package demo runs the experiments lessons 16 to 19 show, each end to
-// end: it starts what the experiment needs on free loopback ports (the
-// provider lab in this process, checkpoint builds as processes, a
-// redis-server or the embedded stand-in), runs it, prints the page's table
-// and stops everything it started, whatever happens: the processes are
-// started with runner.Start, so they end with the lab even when it is
-// killed outright (Linux), and a scratch directory left by a lab killed
-// outright is removed by the next run.
 package demo
 
 import (
@@ -29,7 +21,7 @@ import (
 	"quoteflowlab.dev/kit/check"
 	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/kit/machine"
-	"quoteflowlab.dev/kit/redisinfo"
+	"quoteflowlab.dev/kit/redisserver"
 	"quoteflowlab.dev/kit/report"
 	"quoteflowlab.dev/kit/runner"
 	"quoteflowlab.dev/provider"
@@ -59,14 +51,12 @@ type Env struct {
 }
 
 // scratchPrefix starts the name of every scratch directory, then the
-// pid of the lab that made it: lab-demo-p<PID>-<random>.
+// pid of the program that made it: lab-demo-p<PID>-<random>.
 const scratchPrefix = "lab-demo-"
 
-// NewEnv makes an Env with a scratch directory, after removing those that
-// earlier runs left behind (a lab killed outright cannot remove its own).
+// NewEnv makes an Env with a scratch directory (ScratchDir).
 func NewEnv(root string, log io.Writer) (*Env, error) {
-	RemoveLeftovers(os.TempDir())
-	dir, err := os.MkdirTemp("", fmt.Sprintf("%sp%d-", scratchPrefix, os.Getpid()))
+	dir, err := ScratchDir()
 	if err != nil {
 		return nil, err
 	}
@@ -99,12 +89,20 @@ func (e *Env) Machine() report.Machine {
 	return m
 }
 
+// ScratchDir makes a scratch directory named after this process, after
+// removing those that earlier runs left behind (a program killed outright
+// cannot remove its own): a demo's, or the one lab runs a demo program from.
+func ScratchDir() (string, error) {
+	RemoveLeftovers(os.TempDir())
+	return os.MkdirTemp("", fmt.Sprintf("%sp%d-", scratchPrefix, os.Getpid()))
+}
+
 // leftoverAge is how old a scratch directory whose maker is unknown (made
 // before directories were named after their lab's pid) must be to be
 // taken for a leftover: no demo runs that long.
 const leftoverAge = 30 * time.Minute
 
-// RemoveLeftovers removes the scratch directories in tmp whose lab has
+// RemoveLeftovers removes the scratch directories in tmp whose program has
 // ended, and returns how many it removed.
 func RemoveLeftovers(tmp string) int {
 	entries, err := os.ReadDir(tmp)
@@ -313,13 +311,10 @@ func (e *Env) Quoteflow(ctx context.Context, bin, providerURL string, extra ...s
 
 // A Redis is a redis-server (or the embedded stand-in) on a loopback port.
 type Redis struct {
-	Addr  string
-	Real  bool // a real redis-server, not the stand-in
-	proc  *exec.Cmd
-	done  chan struct{}
-	mini  *miniredis.Miniredis
-	e     *Env
-	alive bool
+	Addr string
+	Real bool // a real redis-server, not the stand-in
+	srv  *redisserver.Server
+	mini *miniredis.Miniredis
 }
 
 // URL is its redis:// URL.
@@ -328,89 +323,44 @@ func (r *Redis) URL() string { return "redis://" + r.Addr + "/0" }
 // Redis starts redis-server on a free port (no persistence), or the
 // embedded stand-in when there is no redis-server on PATH.
 func (e *Env) Redis(ctx context.Context) (*Redis, error) {
-	r := &Redis{e: e}
-	_, err := exec.LookPath("redis-server")
-	r.Real = err == nil
-	for attempt := 0; ; attempt++ {
-		port, err := freePort()
+	r := &Redis{}
+	srv, err := redisserver.Start(ctx, redisserver.Config{Dir: e.Dir})
+	switch {
+	case err == nil:
+		r.Addr, r.Real, r.srv = srv.Addr, true, srv
+	case errors.Is(err, redisserver.ErrNotInstalled):
+		port, err := redisserver.FreePort()
 		if err != nil {
 			return nil, err
 		}
 		r.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if err = r.Start(ctx); err == nil {
-			e.onClose(r.Stop)
-			return r, nil
-		}
-		if attempt == 4 {
+		if err := r.Start(ctx); err != nil {
 			return nil, err
 		}
+	default:
+		return nil, err
 	}
+	e.onClose(r.Stop)
+	return r, nil
 }
 
-// Start (re)starts the server on its address, empty.
+// Start starts the server again on its address, empty, after Stop.
 func (r *Redis) Start(ctx context.Context) error {
-	if !r.Real {
-		r.mini = miniredis.NewMiniRedis()
-		r.mini.ClockTTL(true)
-		if err := r.mini.StartAddr(r.Addr); err != nil {
-			return err
-		}
-		r.alive = true
-		return nil
+	if r.Real {
+		return r.srv.Restart(ctx)
 	}
-	_, port, _ := net.SplitHostPort(r.Addr)
-	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", r.e.Dir)
-	runner.SetGroup(cmd)
-	if err := runner.Start(cmd); err != nil {
-		return err
-	}
-	r.proc, r.done = cmd, make(chan struct{})
-	done := r.done
-	go func() { cmd.Wait(); close(done) }()
-	r.alive = true
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		// The server that answers must be the one started: when another
-		// program's server took the port since freePort, this one exits
-		// unable to bind, and the other would answer a PING.
-		if pid, err := redisinfo.PID(ctx, r.Addr); err == nil && pid == cmd.Process.Pid {
-			return nil
-		}
-		select {
-		case <-done:
-			return errors.New("redis-server exited at start (port taken?)")
-		case <-ctx.Done():
-			r.Stop()
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	r.Stop()
-	return errors.New("redis-server did not answer PING within 5 s")
+	r.mini = miniredis.NewMiniRedis()
+	r.mini.ClockTTL(true)
+	return r.mini.StartAddr(r.Addr)
 }
 
 // Stop kills the server (kill -9 for the real one: nothing kept).
 func (r *Redis) Stop() {
-	if !r.alive {
-		return
+	if r.srv != nil {
+		r.srv.Stop()
 	}
-	r.alive = false
 	if r.mini != nil {
 		r.mini.Close()
-		return
+		r.mini = nil
 	}
-	runner.KillGroup(r.proc)
-	select {
-	case <-r.done:
-	case <-time.After(5 * time.Second):
-	}
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"quoteflowlab.dev/kit/course"
-	"quoteflowlab.dev/lab/internal/demo"
+	"quoteflowlab.dev/kit/demo"
 )
 
 const page = "# A page\n\n```text\n$ go run ./lab demo 16 slow-basket\nsome words\n" +
@@ -38,7 +38,7 @@ func TestAPageThatHoldsPasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) != 1 || len(ms[0].Checks) != 4 || ms[0].Checks[1].Why != "the one figure that tells them apart" {
+	if len(ms) != 1 || len(ms[0].Figures) != 4 || ms[0].Figures[1].Why != "the one figure that tells them apart" {
 		t.Fatalf("markers = %+v", ms)
 	}
 	if bad := ms[0].Compare(fresh("3", "2.11")); len(bad) != 0 {
@@ -102,7 +102,7 @@ func TestWithin(t *testing.T) {
 // 0..1) is a page that contradicts itself.
 func TestEveryPageKeepsItsOwnBars(t *testing.T) {
 	for _, l := range course.Lessons {
-		data, err := os.ReadFile(filepath.Join("..", "..", "..", filepath.FromSlash(l.Page())))
+		data, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(l.Page())))
 		if err != nil {
 			continue
 		}

@@ -1,14 +1,12 @@
-package demo
+package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +18,8 @@ import (
 	"github.com/failsafe-go/failsafe-go/hedgepolicy"
 
 	"quoteflowlab.dev/checkpoints/18/hedge"
+	"quoteflowlab.dev/kit/api"
+	"quoteflowlab.dev/kit/demo"
 	"quoteflowlab.dev/provider"
 )
 
@@ -31,20 +31,15 @@ import (
 // own (the same seed), all at once. For each, the answer's latency
 // percentiles next to what the provider counted.
 
-// hedgeLimit is the outbound limit every supplier call holds a slot of, as
-// QuoteFlow's default.
-const hedgeLimit = 6
-
 var hedgeSuppliers = []string{"atlas", "boreal", "cedar"}
 
 const (
-	hedgeQuotes   = 300                    // quotes per run at tail (each 3 supplier calls)
-	slowQuotes    = 100                    // quotes per run at slow (boreal only)
-	hedgeWorkers  = 2                      // quotes in flight at once
-	quoteDeadline = 800 * time.Millisecond // one quote's deadline (QuoteFlow's default budget)
+	hedgeQuotes  = 300 // quotes per run at tail (each 3 supplier calls)
+	slowQuotes   = 100 // quotes per run at slow (boreal only)
+	hedgeWorkers = 2   // quotes in flight at once
 )
 
-func hedgeCompare(ctx context.Context, e *Env, w io.Writer) error {
+func hedgeCompare(ctx context.Context, e *demo.Env, w io.Writer) error {
 	fast := 5 * time.Millisecond
 	runs := []hedgeRun{
 		{name: "no hedge", scenario: "tail", way: unhedged},
@@ -77,7 +72,7 @@ func hedgeCompare(ctx context.Context, e *Env, w io.Writer) error {
 			if r.scenario == "slow" {
 				n = slowQuotes
 			}
-			results[i] = r.measure(ctx, provs[i].Provider, provs[i].URL, n, hedgeWorkers, quoteDeadline)
+			results[i] = r.measure(ctx, provs[i].Provider, provs[i].URL, n, hedgeWorkers, demo.QuoteBudget)
 		})
 	}
 	wg.Wait()
@@ -87,8 +82,8 @@ func hedgeCompare(ctx context.Context, e *Env, w io.Writer) error {
 	fmt.Fprintf(w, "a call straggles with probability 2 %%: a quote of 3 calls waits for one %.1f %% of the time, a 50-line basket (150 calls) %.1f %%\n",
 		(1-math.Pow(0.98, 3))*100, (1-math.Pow(0.98, 150))*100)
 	fmt.Fprintf(w, "%d quotes a run at tail (%d at slow, boreal only, after %d at tail), %d at once, each cut at %v; one limit of %d slots a run\n",
-		hedgeQuotes, slowQuotes, hedgeWarmup, hedgeWorkers, quoteDeadline, hedgeLimit)
-	t := Table{Columns: []string{"quotes", "p50", "p95", "p99", "max", "failed", "calls", "extra%", "hedged", "lost_canc.", "loser_runs", "max_active"}}
+		hedgeQuotes, slowQuotes, hedgeWarmup, hedgeWorkers, demo.QuoteBudget, demo.OutboundLimit)
+	t := demo.Table{Columns: []string{"quotes", "p50", "p95", "p99", "max", "failed", "calls", "extra%", "hedged", "lost_canc.", "loser_runs", "max_active"}}
 	for _, r := range results {
 		extra := float64(r.calls-r.asked) / float64(r.asked) * 100
 		t.Add(r.name, r.quotes, r.p50.Milliseconds(), r.p95.Milliseconds(), r.p99.Milliseconds(), r.max.Milliseconds(),
@@ -130,7 +125,7 @@ type hedgeResult struct {
 func (r hedgeRun) measure(ctx context.Context, p *provider.Provider, base string, n, workers int, deadline time.Duration) hedgeResult {
 	p.Reset()
 	call := r.way()
-	lim := newSlotLimiter(hedgeLimit)
+	lim := newSlotLimiter(demo.OutboundLimit)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	defer client.CloseIdleConnections()
 	var seq atomic.Int64
@@ -200,7 +195,7 @@ func (r hedgeRun) measure(ctx context.Context, p *provider.Provider, base string
 	after := time.Duration(0)
 	hedgedIDs.Range(func(k, _ any) bool {
 		id, supplier, _ := strings.Cut(k.(string), " ")
-		after = max(after, loserAfter(client, base, id, supplier))
+		after = max(after, loserAfter(ctx, client, base, id, supplier))
 		return true
 	})
 	slices.Sort(lat)
@@ -215,23 +210,12 @@ func (r hedgeRun) measure(ctx context.Context, p *provider.Provider, base string
 
 // loserAfter reads the provider's log of id at supplier and returns how long
 // after the first 200 the other copy ended (0 without both).
-func loserAfter(client *http.Client, base, id, supplier string) time.Duration {
-	resp, err := client.Get(base + "/stats/requests?id=" + url.QueryEscape(id))
+func loserAfter(ctx context.Context, client *http.Client, base, id, supplier string) time.Duration {
+	rs, err := api.RequestLog(ctx, client, base, id)
 	if err != nil {
 		return 0
 	}
-	defer resp.Body.Close()
-	var rs struct {
-		Log map[string][]struct {
-			ArrivalMs  float64 `json:"arrival_ms"`
-			DurationMs float64 `json:"duration_ms"`
-			Status     int     `json:"status"`
-		} `json:"log"`
-	}
-	if json.NewDecoder(resp.Body).Decode(&rs) != nil {
-		return 0
-	}
-	entries := rs.Log[supplier]
+	entries := api.Attempts(rs.Log, supplier)
 	won := math.Inf(1)
 	for _, e := range entries {
 		if e.Status == http.StatusOK {
@@ -427,7 +411,7 @@ func (l *slotLimiter) Release() { <-l.slots }
 // mutant, each a process of its own against a provider lab of its own (the
 // default seed: the same calls straggle), 300 quotes at tail, then 100 at
 // slow, two at a time.
-func tailDemo(ctx context.Context, e *Env, w io.Writer) error {
+func tailDemo(ctx context.Context, e *demo.Env, w io.Writer) error {
 	cols := []struct {
 		name   string
 		mutant string
@@ -471,7 +455,7 @@ func tailDemo(ctx context.Context, e *Env, w io.Writer) error {
 				for range hedgeWorkers {
 					ws.Go(func() {
 						for range next {
-							q, status, took, err := postQuote(ctx, qf.URL, scenario)
+							q, status, took, err := demo.PostQuote(ctx, qf.URL, scenario)
 							mu.Lock()
 							switch {
 							case err != nil || status != http.StatusOK:
@@ -511,8 +495,8 @@ func tailDemo(ctx context.Context, e *Env, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "checkpoint 18's QuoteFlow three ways (--no-hedge: as checkpoint 17 calls), a provider lab each (seed %d):\n", provider.DefaultSeed)
 	fmt.Fprintf(w, "%d quotes at tail, then %d at slow (boreal answers after 1.5 s, past the 0.8 s budget), %d at a time;\n", hedgeQuotes, slowQuotes, hedgeWorkers)
-	fmt.Fprintf(w, "one limit of %d slots a process\n", hedgeLimit)
-	t := Table{}
+	fmt.Fprintf(w, "one limit of %d slots a process\n", demo.OutboundLimit)
+	t := demo.Table{}
 	for _, c := range cols {
 		t.Columns = append(t.Columns, c.name)
 	}

@@ -1,4 +1,4 @@
-package demo
+package main
 
 import (
 	"context"
@@ -9,62 +9,13 @@ import (
 	"sync"
 	"time"
 
+	"quoteflowlab.dev/kit/api"
+	"quoteflowlab.dev/kit/demo"
+	"quoteflowlab.dev/kit/load"
 	"quoteflowlab.dev/provider"
 )
 
-// A Demo is one experiment of a lesson page.
-type Demo struct {
-	Lesson  int
-	Name    string
-	Summary string
-	Run     func(ctx context.Context, e *Env, w io.Writer) error
-}
-
-// All is every demo, in page order.
-var All = []Demo{
-	{16, "basket-50", "one 50-line basket at normal: 150 calls through one limit of 6", basket50},
-	{16, "shared-limit", "two 50-line baskets and 24 single quotes together: the checkpoint vs limiter_per_run (max_active)", sharedLimit},
-	{16, "slow-basket", "3 lines at slow, cut at the 2 s deadline: the checkpoint vs deadline_without_cancel", slowBasket},
-	{16, "jitter", "six 2-line baskets at outage: the waits before boreal's retries, the checkpoint vs no_jitter", jitter},
-	{16, "ratelimited", "20 lines at ratelimited: the checkpoint vs ignores_retry_after (early_retries)", rateLimited16},
-	{16, "outage", "4 lines at outage: answered partial, then completed by the compensation queue", outageDemo},
-	{17, "three-processes", "36 slow quotes over three processes: local limits vs one Redis quota (max_active)", threeProcesses},
-	{17, "kill-9", "three processes on one Redis quota, one killed with kill -9: its leases come back", kill9},
-	{17, "ratelimited", "bursts of 12 quotes at ratelimited over three processes: local vs --rate 5/250ms", rateLimited17},
-	{17, "cost-quota", "quotes of quantity 2 and 40 at costlimited over three processes: a quota of calls vs of cost", costQuota},
-	{17, "streams-claim", "a process killed holding queued jobs; another claims them after the visibility timeout", streamsClaim},
-	{17, "redis-outage", "one process on Redis, Redis killed and started again empty: fail closed, then recover", redisOutage},
-	{18, "hedge", "300 quotes at tail and 100 at slow, eleven ways: no hedge, the checkpoint's, failsafe-go's, the knobs set wrong", hedgeCompare},
-	{18, "tail", "300 quotes at tail then 100 at slow through QuoteFlow: --no-hedge, checkpoint 18, its no_budget mutant", tailDemo},
-	{19, "brownout", "2 quotes at a time for 20 s, boreal down (503) for 8 s: as 18, stale only, checkpoint 19's breakers", brownout503},
-	{19, "brownout-hang", "the same with boreal hanging past the quote's budget: as 18, stale only, checkpoint 19's breakers", brownoutHang},
-	{20, "capacity", "60 quotes a second for 90 s while each supplier serves 12, then 4, then 12 calls at once: fixed 6, fixed 24, adaptive", capacityDemo},
-	{20, "priority", "40 single quotes and 8 ten-line baskets a second at C 12: lesson 19's limits vs checkpoint 20 (quotes first, basket lines shed)", priorityDemo},
-}
-
-// Find returns lesson's demos, or only the one named.
-func Find(lesson int, name string) []Demo {
-	var out []Demo
-	for _, d := range All {
-		if d.Lesson == lesson && (name == "" || d.Name == name) {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-// setup is one build to compare.
-type setup struct {
-	column string
-	mutant string
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/float64(time.Millisecond)) }
-func secs(d time.Duration) string {
-	return fmt.Sprintf("%.2f", d.Seconds())
-}
-
-func basket50(ctx context.Context, e *Env, w io.Writer) error {
+func basket50(ctx context.Context, e *demo.Env, w io.Writer) error {
 	bin, err := e.Build(ctx, 16, "")
 	if err != nil {
 		return err
@@ -77,21 +28,21 @@ func basket50(ctx context.Context, e *Env, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	b, status, took, err := postBasket(ctx, qf.URL, 50, "normal")
+	b, status, took, err := demo.PostBasket(ctx, qf.URL, 50, "normal")
 	if err != nil {
 		return err
 	}
-	st, err := stats(ctx, prov.URL)
+	st, err := demo.Stats(ctx, prov.URL)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "one basket of 50 lines at normal (150 supplier calls); checkpoint 16, one limit of 6 for the process")
-	t := Table{Columns: []string{"checkpoint 16"}}
+	t := demo.Table{Columns: []string{"checkpoint 16"}}
 	t.Add("HTTP status", status)
-	t.Add("line statuses", b.Statuses())
-	t.Add("failure codes", b.Codes())
+	t.Add("line statuses", demo.LineStatuses(b))
+	t.Add("failure codes", demo.FailureCodes(b))
 	t.Add("pending (queued)", b.Pending)
-	t.Add("answered after (ms)", ms(took))
+	t.Add("answered after (ms)", demo.MS(took))
 	t.Add("supplier calls (provider)", st.Total)
 	t.Add("max_active (provider)", st.MaxActive)
 	t.Add("calls per second", fmt.Sprintf("%.0f", float64(st.Total)/took.Seconds()))
@@ -99,13 +50,13 @@ func basket50(ctx context.Context, e *Env, w io.Writer) error {
 	return nil
 }
 
-func slowBasket(ctx context.Context, e *Env, w io.Writer) error {
-	setups := []setup{{"checkpoint", ""}, {"deadline_without_cancel", "deadline_without_cancel"}}
-	bins, err := buildAll(ctx, e, 16, setups)
+func slowBasket(ctx context.Context, e *demo.Env, w io.Writer) error {
+	setups := []demo.Setup{{Column: "checkpoint"}, {Column: "deadline_without_cancel", Mutant: "deadline_without_cancel"}}
+	bins, err := e.BuildAll(ctx, 16, setups)
 	if err != nil {
 		return err
 	}
-	t := Table{Columns: columns(setups)}
+	t := demo.Table{Columns: demo.Columns(setups)}
 	rows := map[string][]any{}
 	order := []string{"HTTP status", "answered after (s)", "line statuses", "failure codes", "active right after the answer",
 		"boreal calls right after", "boreal calls 1.5 s later", "abandoned 1.5 s later", "client_gone 1.5 s later"}
@@ -118,23 +69,23 @@ func slowBasket(ctx context.Context, e *Env, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		b, status, took, err := postBasket(ctx, qf.URL, 3, "slow")
+		b, status, took, err := demo.PostBasket(ctx, qf.URL, 3, "slow")
 		if err != nil {
 			return err
 		}
-		now, err := stats(ctx, prov.URL)
+		now, err := demo.Stats(ctx, prov.URL)
 		if err != nil {
 			return err
 		}
-		if err := pause(ctx, 1500*time.Millisecond); err != nil {
+		if err := demo.Pause(ctx, 1500*time.Millisecond); err != nil {
 			return err
 		}
-		later, err := stats(ctx, prov.URL)
+		later, err := demo.Stats(ctx, prov.URL)
 		if err != nil {
 			return err
 		}
 		for k, v := range map[string]any{
-			"HTTP status": status, "answered after (s)": secs(took), "line statuses": b.Statuses(), "failure codes": b.Codes(),
+			"HTTP status": status, "answered after (s)": demo.Secs(took), "line statuses": demo.LineStatuses(b), "failure codes": demo.FailureCodes(b),
 			"active right after the answer": now.Active, "boreal calls right after": now.PerSupplier["boreal"],
 			"boreal calls 1.5 s later": later.PerSupplier["boreal"], "abandoned 1.5 s later": later.Abandoned,
 			"client_gone 1.5 s later": later.ClientGone,
@@ -151,7 +102,7 @@ func slowBasket(ctx context.Context, e *Env, w io.Writer) error {
 	return nil
 }
 
-func outageDemo(ctx context.Context, e *Env, w io.Writer) error {
+func outageDemo(ctx context.Context, e *demo.Env, w io.Writer) error {
 	bin, err := e.Build(ctx, 16, "")
 	if err != nil {
 		return err
@@ -164,20 +115,20 @@ func outageDemo(ctx context.Context, e *Env, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	b, status, took, err := postBasket(ctx, qf.URL, 4, "outage")
+	b, status, took, err := demo.PostBasket(ctx, qf.URL, 4, "outage")
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	var later Basket
+	var later api.Answer
 	for {
-		if later, err = getBasket(ctx, qf.URL, b.ID); err != nil {
+		if later, err = demo.GetBasket(ctx, qf.URL, b.BasketID); err != nil {
 			return err
 		}
 		if later.Pending == 0 || time.Since(start) > 15*time.Second {
 			break
 		}
-		if err := pause(ctx, 50*time.Millisecond); err != nil {
+		if err := demo.Pause(ctx, 50*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -185,12 +136,12 @@ func outageDemo(ctx context.Context, e *Env, w io.Writer) error {
 	var comp struct {
 		Pending, Leased, Done, Dead int
 	}
-	if _, _, err := do(ctx, "GET", qf.URL+"/api/compensation", nil, &comp); err != nil {
+	if _, _, err := demo.Do(ctx, "GET", qf.URL+"/api/compensation", nil, &comp); err != nil {
 		return err
 	}
 	attempts, once := 0, 0
 	for _, it := range b.Items {
-		rs, err := requestLog(ctx, prov.URL, it.RequestID)
+		rs, err := demo.RequestLog(ctx, prov.URL, it.RequestID)
 		if err != nil {
 			return err
 		}
@@ -206,14 +157,14 @@ func outageDemo(ctx context.Context, e *Env, w io.Writer) error {
 		}
 	}
 	fmt.Fprintln(w, "a basket of 4 lines at outage (boreal answers 503 for 1.5 s); checkpoint 16")
-	t := Table{Columns: []string{"checkpoint 16"}}
+	t := demo.Table{Columns: []string{"checkpoint 16"}}
 	t.Add("HTTP status", status)
-	t.Add("answered after (ms)", ms(took))
-	t.Add("line statuses in the answer", b.Statuses())
-	t.Add("failure codes in the answer", b.Codes())
+	t.Add("answered after (ms)", demo.MS(took))
+	t.Add("line statuses in the answer", demo.LineStatuses(b))
+	t.Add("failure codes in the answer", demo.FailureCodes(b))
 	t.Add("pending in the answer", b.Pending)
-	t.Add("pending 0 after (s)", secs(drained))
-	t.Add("line statuses then", later.Statuses())
+	t.Add("pending 0 after (s)", demo.Secs(drained))
+	t.Add("line statuses then", demo.LineStatuses(later))
 	t.Add("compensation done", comp.Done)
 	t.Add("compensation dead", comp.Dead)
 	t.Add("boreal attempts, all lines", attempts)
@@ -222,9 +173,9 @@ func outageDemo(ctx context.Context, e *Env, w io.Writer) error {
 	return nil
 }
 
-func rateLimited16(ctx context.Context, e *Env, w io.Writer) error {
-	setups := []setup{{"checkpoint", ""}, {"ignores_retry_after", "ignores_retry_after"}}
-	bins, err := buildAll(ctx, e, 16, setups)
+func rateLimited16(ctx context.Context, e *demo.Env, w io.Writer) error {
+	setups := []demo.Setup{{Column: "checkpoint"}, {Column: "ignores_retry_after", Mutant: "ignores_retry_after"}}
+	bins, err := e.BuildAll(ctx, 16, setups)
 	if err != nil {
 		return err
 	}
@@ -239,16 +190,16 @@ func rateLimited16(ctx context.Context, e *Env, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		b, _, took, err := postBasket(ctx, qf.URL, 20, "ratelimited")
+		b, _, took, err := demo.PostBasket(ctx, qf.URL, 20, "ratelimited")
 		if err != nil {
 			return err
 		}
-		st, err := stats(ctx, prov.URL)
+		st, err := demo.Stats(ctx, prov.URL)
 		if err != nil {
 			return err
 		}
 		for k, v := range map[string]any{
-			"line statuses": b.Statuses(), "failure codes": b.Codes(), "pending (queued)": b.Pending, "answered after (ms)": ms(took),
+			"line statuses": demo.LineStatuses(b), "failure codes": demo.FailureCodes(b), "pending (queued)": b.Pending, "answered after (ms)": demo.MS(took),
 			"boreal calls": st.PerSupplier["boreal"], "429s sent": st.RateLimited, "early_retries": st.EarlyRetries,
 		} {
 			rows[k] = append(rows[k], v)
@@ -256,7 +207,7 @@ func rateLimited16(ctx context.Context, e *Env, w io.Writer) error {
 	}
 	fmt.Fprintln(w, "a basket of 20 lines at ratelimited (boreal admits 5 requests in any 200 ms, else 429 with Retry-After-Ms);")
 	fmt.Fprintln(w, "early_retries: requests the provider saw before the Retry-After-Ms of their last 429")
-	t := Table{Columns: columns(setups)}
+	t := demo.Table{Columns: demo.Columns(setups)}
 	for _, k := range order {
 		t.Add(k, rows[k]...)
 	}
@@ -264,9 +215,9 @@ func rateLimited16(ctx context.Context, e *Env, w io.Writer) error {
 	return nil
 }
 
-func jitter(ctx context.Context, e *Env, w io.Writer) error {
-	setups := []setup{{"checkpoint", ""}, {"no_jitter", "no_jitter"}}
-	bins, err := buildAll(ctx, e, 16, setups)
+func jitter(ctx context.Context, e *demo.Env, w io.Writer) error {
+	setups := []demo.Setup{{Column: "checkpoint"}, {Column: "no_jitter", Mutant: "no_jitter"}}
+	bins, err := e.BuildAll(ctx, 16, setups)
 	if err != nil {
 		return err
 	}
@@ -287,7 +238,7 @@ func jitter(ctx context.Context, e *Env, w io.Writer) error {
 		// the backoff alone, not time in line for a slot.
 		var ids []string
 		for range 6 {
-			b, _, _, err := postBasket(ctx, qf.URL, 2, "outage")
+			b, _, _, err := demo.PostBasket(ctx, qf.URL, 2, "outage")
 			if err != nil {
 				return err
 			}
@@ -297,7 +248,7 @@ func jitter(ctx context.Context, e *Env, w io.Writer) error {
 		}
 		waits := make([][]float64, len(caps))
 		for _, id := range ids {
-			rs, err := requestLog(ctx, prov.URL, id)
+			rs, err := demo.RequestLog(ctx, prov.URL, id)
 			if err != nil {
 				return err
 			}
@@ -324,12 +275,12 @@ func jitter(ctx context.Context, e *Env, w io.Writer) error {
 			add("retries", len(ws))
 			add("shortest wait (ms)", fmt.Sprintf("%.0f", short))
 			add(fmt.Sprintf("waits of %g ms or more", c-2), nearCap)
-			hists = append(hists, histogram(fmt.Sprintf("%s, retry %d: ms between the 503 and the retry (full jitter: uniform in [0, %g])", s.column, k+1, c), ws, c))
+			hists = append(hists, histogram(fmt.Sprintf("%s, retry %d: ms between the 503 and the retry (full jitter: uniform in [0, %g])", s.Column, k+1, c), ws, c))
 		}
 	}
 	fmt.Fprintln(w, "six 2-line baskets, one after the other, at outage (boreal answers 503 at once); from the provider's own")
 	fmt.Fprintln(w, "arrival stamps (/stats/requests), the wait between each boreal 503 and its retry")
-	t := Table{Columns: columns(setups)}
+	t := demo.Table{Columns: demo.Columns(setups)}
 	for _, k := range order {
 		t.Add(k, rows[k]...)
 	}
@@ -373,30 +324,9 @@ func histogram(title string, ws []float64, top float64) string {
 	return sb.String()
 }
 
-func columns(ss []setup) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = s.column
-	}
-	return out
-}
-
-// buildAll builds every setup's binary before anything runs, so no build
-// competes with a timed run.
-func buildAll(ctx context.Context, e *Env, lesson int, ss []setup) ([]string, error) {
-	bins := make([]string, len(ss))
-	for i, s := range ss {
-		var err error
-		if bins[i], err = e.Build(ctx, lesson, s.mutant); err != nil {
-			return nil, err
-		}
-	}
-	return bins, nil
-}
-
-func sharedLimit(ctx context.Context, e *Env, w io.Writer) error {
-	setups := []setup{{"checkpoint", ""}, {"limiter_per_run", "limiter_per_run"}}
-	bins, err := buildAll(ctx, e, 16, setups)
+func sharedLimit(ctx context.Context, e *demo.Env, w io.Writer) error {
+	setups := []demo.Setup{{Column: "checkpoint"}, {Column: "limiter_per_run", Mutant: "limiter_per_run"}}
+	bins, err := e.BuildAll(ctx, 16, setups)
 	if err != nil {
 		return err
 	}
@@ -414,7 +344,7 @@ func sharedLimit(ctx context.Context, e *Env, w io.Writer) error {
 		}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
-		baskets := make([]Basket, 2)
+		baskets := make([]api.Answer, 2)
 		bStatus := map[string]int{}
 		qStatus := map[string]int{}
 		codes := map[string]int{}
@@ -422,11 +352,11 @@ func sharedLimit(ctx context.Context, e *Env, w io.Writer) error {
 		var firstErr error
 		for k := range baskets {
 			wg.Go(func() {
-				b, status, _, err := postBasket(ctx, qf.URL, 50, "normal")
+				b, status, _, err := demo.PostBasket(ctx, qf.URL, 50, "normal")
 				mu.Lock()
 				defer mu.Unlock()
 				baskets[k] = b
-				bStatus[statusText(status, b.Detail)]++
+				bStatus[demo.StatusText(status, b.Detail)]++
 				if err != nil && firstErr == nil {
 					firstErr = err
 				}
@@ -434,21 +364,21 @@ func sharedLimit(ctx context.Context, e *Env, w io.Writer) error {
 		}
 		// The quotes in four waves of 6: with the two baskets, 8 requests in
 		// flight, the inbound limit (lesson 13), so none is turned away at the door.
-		if err := pause(ctx, 50*time.Millisecond); err != nil {
+		if err := demo.Pause(ctx, 50*time.Millisecond); err != nil {
 			return err
 		}
 		for range 4 {
 			var wave sync.WaitGroup
 			for range 6 {
 				wave.Go(func() {
-					q, status, _, err := postQuote(ctx, qf.URL, "normal")
+					q, status, _, err := demo.PostQuote(ctx, qf.URL, "normal")
 					mu.Lock()
 					defer mu.Unlock()
 					if err != nil {
 						qStatus["no answer"]++
 						return
 					}
-					qStatus[statusText(status, q.Detail)]++
+					qStatus[demo.StatusText(status, q.Detail)]++
 					if len(q.Quotes) > 0 {
 						best++
 					}
@@ -463,15 +393,15 @@ func sharedLimit(ctx context.Context, e *Env, w io.Writer) error {
 		if firstErr != nil {
 			return firstErr
 		}
-		st, err := stats(ctx, prov.URL)
+		st, err := demo.Stats(ctx, prov.URL)
 		if err != nil {
 			return err
 		}
 		for k, v := range map[string]any{
-			"baskets' answers": counts(bStatus), "single quotes' answers": counts(qStatus),
-			"basket 0 lines": baskets[0].Statuses(), "basket 1 lines": baskets[1].Statuses(),
+			"baskets' answers": load.Counts(bStatus), "single quotes' answers": load.Counts(qStatus),
+			"basket 0 lines": demo.LineStatuses(baskets[0]), "basket 1 lines": demo.LineStatuses(baskets[1]),
 			"baskets' pending (queued)":       baskets[0].Pending + baskets[1].Pending,
-			"single quotes with a best offer": best, "single quotes' failure codes": counts(codes),
+			"single quotes with a best offer": best, "single quotes' failure codes": load.Counts(codes),
 			"supplier calls (provider)": st.Total, "max_active (provider)": st.MaxActive,
 		} {
 			rows[k] = append(rows[k], v)
@@ -480,18 +410,10 @@ func sharedLimit(ctx context.Context, e *Env, w io.Writer) error {
 	fmt.Fprintln(w, "two baskets of 50 lines at normal sent at once to one checkpoint 16 process, and while they run 24 single")
 	fmt.Fprintln(w, "quotes, 6 at a time (8 requests in flight: the inbound limit);")
 	fmt.Fprintln(w, "the checkpoint (one limiter for the process) vs limiter_per_run (a limiter of 6 per basket)")
-	t := Table{Columns: columns(setups)}
+	t := demo.Table{Columns: demo.Columns(setups)}
 	for _, k := range order {
 		t.Add(k, rows[k]...)
 	}
 	t.Print(w)
 	return nil
-}
-
-// statusText is "200", or "503 queue_full" with the answer's detail.
-func statusText(status int, detail string) string {
-	if detail == "" {
-		return fmt.Sprint(status)
-	}
-	return fmt.Sprintf("%d %s", status, detail)
 }

@@ -1,4 +1,4 @@
-package demo
+package main
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"quoteflowlab.dev/kit/api"
+	"quoteflowlab.dev/kit/demo"
 	"quoteflowlab.dev/kit/load"
 	"quoteflowlab.dev/provider"
 )
@@ -70,7 +72,7 @@ type capQuote struct {
 // good is a quote answered 200 with every supplier's price within the
 // quote's deadline, on the client's clock.
 func (q capQuote) good() bool {
-	return q.err == nil && q.status == http.StatusOK && q.complete && q.end.Sub(q.start) <= quoteDeadline
+	return q.err == nil && q.status == http.StatusOK && q.complete && q.end.Sub(q.start) <= demo.QuoteBudget
 }
 
 // A limitSample is the adaptive limits read at one instant.
@@ -88,7 +90,7 @@ type capacityRun struct {
 	err    error
 }
 
-func capacityDemo(ctx context.Context, e *Env, w io.Writer) error {
+func capacityDemo(ctx context.Context, e *demo.Env, w io.Writer) error {
 	bin, err := e.Build(ctx, 20, "")
 	if err != nil {
 		return err
@@ -128,7 +130,7 @@ func capacityDemo(ctx context.Context, e *Env, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "; %d quotes a second for %.0f s through checkpoint 20 three ways\n", capacityRate, float64(sched.PeriodMs)/1000)
 	fmt.Fprintln(w, "(fixed N: --limit-min N --limit-initial N --limit-max N, every supplier's limit and the inbound one N), a provider lab each:")
-	t := Table{}
+	t := demo.Table{}
 	for _, c := range capacityCols {
 		t.Columns = append(t.Columns, c.name)
 	}
@@ -146,7 +148,7 @@ func capacityDemo(ctx context.Context, e *Env, w io.Writer) error {
 			qs, secs := r.phase(i)
 			n := 0
 			for _, q := range qs {
-				if q.err == nil && q.status == http.StatusOK && q.end.Sub(q.start) <= quoteDeadline {
+				if q.err == nil && q.status == http.StatusOK && q.end.Sub(q.start) <= demo.QuoteBudget {
 					n++
 				}
 			}
@@ -283,7 +285,7 @@ func (r capacityRun) until(who string, at int64, ok func(int) bool) any {
 func runCapacity(ctx context.Context, prov *provider.Server, qf string, traced bool) capacityRun {
 	var r capacityRun
 	prov.Provider.Reset()
-	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 256}, Timeout: requestTimeout}
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 256}, Timeout: demo.RequestTimeout}
 	defer client.CloseIdleConnections()
 	_, body := load.Config{Request: "quote", Scenario: "capacity"}.Body()
 	period := time.Duration(30*capacityScale) * time.Second
@@ -302,7 +304,7 @@ func runCapacity(ctx context.Context, prov *provider.Server, qf string, traced b
 					Suppliers map[string]lim `json:"suppliers"`
 					Inbound   lim            `json:"inbound"`
 				}
-				if _, _, err := do(ctx, http.MethodGet, qf+"/api/limits", nil, &ls); err == nil {
+				if _, _, err := demo.Do(ctx, http.MethodGet, qf+"/api/limits", nil, &ls); err == nil {
 					s := limitSample{at: time.Now(), limits: map[string]int{}}
 					for k, v := range ls.Suppliers {
 						s.limits[k] = v.Limit
@@ -329,7 +331,7 @@ func runCapacity(ctx context.Context, prov *provider.Server, qf string, traced b
 		if next.Sub(start) >= period {
 			break
 		}
-		if err := pause(ctx, time.Until(next)); err != nil {
+		if err := demo.Pause(ctx, time.Until(next)); err != nil {
 			break
 		}
 		wg.Go(func() {
@@ -346,7 +348,7 @@ func runCapacity(ctx context.Context, prov *provider.Server, qf string, traced b
 		mu.Lock()
 		n := len(r.quotes)
 		mu.Unlock()
-		if n >= int(period/every) || ctx.Err() != nil || time.Since(start) > period+requestTimeout {
+		if n >= int(period/every) || ctx.Err() != nil || time.Since(start) > period+demo.RequestTimeout {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -359,7 +361,7 @@ func runCapacity(ctx context.Context, prov *provider.Server, qf string, traced b
 	slices.SortFunc(r.quotes, func(a, b capQuote) int { return a.start.Compare(b.start) })
 	before := time.Now()
 	var st provider.Stats
-	if _, _, r.err = do(ctx, http.MethodGet, prov.URL+"/stats", nil, &st); r.err != nil {
+	if _, _, r.err = demo.Do(ctx, http.MethodGet, prov.URL+"/stats", nil, &st); r.err != nil {
 		return r
 	}
 	r.sched = st.Scenarios.Capacity
@@ -392,12 +394,7 @@ func postCapacity(ctx context.Context, client *http.Client, qf string, body []by
 		return 0, false, err
 	}
 	defer resp.Body.Close()
-	var a struct {
-		Quotes []struct {
-			Stale bool `json:"stale"`
-		} `json:"quotes"`
-		Failures []json.RawMessage `json:"failures"`
-	}
+	var a api.Answer
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
 		return resp.StatusCode, false, err
@@ -445,7 +442,7 @@ type priorityRun struct {
 	err     error
 }
 
-func priorityDemo(ctx context.Context, e *Env, w io.Writer) error {
+func priorityDemo(ctx context.Context, e *demo.Env, w io.Writer) error {
 	bin, err := e.Build(ctx, 20, "")
 	if err != nil {
 		return err
@@ -477,7 +474,7 @@ func priorityDemo(ctx context.Context, e *Env, w io.Writer) error {
 	fmt.Fprintf(w, "%d single quotes and %d baskets of %d lines a second (%d calls a second to each supplier), through checkpoint 20\n",
 		priorityQuotes, priorityBaskets, priorityLines, priorityQuotes+priorityBaskets*priorityLines)
 	fmt.Fprintln(w, "twice: lesson 19's limits (--no-adaptive --outbound 36 --inbound 64 --inbound-queue-target 0) and as shipped:")
-	t := Table{}
+	t := demo.Table{}
 	for _, c := range priorityCols {
 		t.Columns = append(t.Columns, c.name)
 	}
@@ -505,8 +502,8 @@ func priorityDemo(ctx context.Context, e *Env, w io.Writer) error {
 	row("quotes p99 (ms)", func(r priorityRun) any { return p99(r.quotes) })
 	row("baskets", func(r priorityRun) any { return len(r.baskets) })
 	row("baskets p99 (ms)", func(r priorityRun) any { return p99(r.baskets) })
-	row("basket lines", func(r priorityRun) any { return counts(r.lines) })
-	row("basket line failures", func(r priorityRun) any { return counts(r.codes) })
+	row("basket lines", func(r priorityRun) any { return load.Counts(r.lines) })
+	row("basket line failures", func(r priorityRun) any { return load.Counts(r.codes) })
 	t.Print(w)
 	fmt.Fprintln(w, "complete in time: 200, no supplier failed, within 800 ms (the client's clock); p50, p99 over every quote or")
 	fmt.Fprintln(w, "basket sent; basket lines: the answers' line statuses; failures: the lines' failure codes (shed: never sent,")
@@ -542,7 +539,7 @@ func pct(qs []capQuote, q float64) any {
 func runPriority(ctx context.Context, prov *provider.Server, qf string) priorityRun {
 	r := priorityRun{lines: map[string]int{}, codes: map[string]int{}}
 	prov.Provider.Reset()
-	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 256}, Timeout: requestTimeout}
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 256}, Timeout: demo.RequestTimeout}
 	defer client.CloseIdleConnections()
 	_, quote := load.Config{Request: "quote", Scenario: "capacity"}.Body()
 	var mu sync.Mutex
@@ -552,7 +549,7 @@ func runPriority(ctx context.Context, prov *provider.Server, qf string) priority
 		every := time.Second / time.Duration(rate)
 		for n := 0; ; n++ {
 			next := start.Add(time.Duration(n) * every)
-			if next.Sub(start) >= priorityFor || pause(ctx, time.Until(next)) != nil {
+			if next.Sub(start) >= priorityFor || demo.Pause(ctx, time.Until(next)) != nil {
 				return
 			}
 			wg.Go(send)
@@ -572,7 +569,7 @@ func runPriority(ctx context.Context, prov *provider.Server, qf string) priority
 	senders.Go(func() {
 		pace(priorityBaskets, func() {
 			q := capQuote{start: time.Now()}
-			b, status, _, err := postBasket(ctx, qf, priorityLines, "capacity")
+			b, status, _, err := demo.PostBasket(ctx, qf, priorityLines, "capacity")
 			q.end, q.status, q.err = time.Now(), status, err
 			mu.Lock()
 			defer mu.Unlock()

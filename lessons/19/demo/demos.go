@@ -1,4 +1,4 @@
-package demo
+package main
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"quoteflowlab.dev/checkpoints/19/breaker"
+	"quoteflowlab.dev/kit/api"
+	"quoteflowlab.dev/kit/demo"
 	"quoteflowlab.dev/kit/load"
 	"quoteflowlab.dev/provider"
 )
@@ -44,11 +46,11 @@ var brownoutCols = []brownoutCol{
 	{"checkpoint 19", nil},
 }
 
-func brownout503(ctx context.Context, e *Env, w io.Writer) error {
+func brownout503(ctx context.Context, e *demo.Env, w io.Writer) error {
 	return brownoutDemo(ctx, e, w, provider.Brownout503)
 }
 
-func brownoutHang(ctx context.Context, e *Env, w io.Writer) error {
+func brownoutHang(ctx context.Context, e *demo.Env, w io.Writer) error {
 	return brownoutDemo(ctx, e, w, provider.BrownoutHang)
 }
 
@@ -58,23 +60,12 @@ type brownoutQuote struct {
 	start, end time.Time
 	status     int
 	err        error
-	ans        brownoutAnswer
+	ans        api.Answer
 	asked      bool // the provider logged a boreal call with the quote's X-Request-ID
 }
 
-// brownoutAnswer is the part of a quote answer the demo reads.
-type brownoutAnswer struct {
-	RequestID string `json:"request_id"`
-	Quotes    []struct {
-		Supplier   string   `json:"supplier"`
-		TotalCents int      `json:"total_cents"`
-		Stale      bool     `json:"stale"`
-		AgeMS      *float64 `json:"age_ms"`
-	} `json:"quotes"`
-}
-
 // boreal returns boreal's line of the answer (ok false: boreal failed).
-func (a brownoutAnswer) boreal() (total int, stale bool, ageMS float64, ok bool) {
+func boreal(a api.Answer) (total int, stale bool, ageMS float64, ok bool) {
 	for _, q := range a.Quotes {
 		if q.Supplier == "boreal" {
 			if q.AgeMS != nil {
@@ -103,7 +94,7 @@ type brownoutRun struct {
 	err error
 }
 
-func brownoutDemo(ctx context.Context, e *Env, w io.Writer, shape provider.BrownoutShape) error {
+func brownoutDemo(ctx context.Context, e *demo.Env, w io.Writer, shape provider.BrownoutShape) error {
 	bin, err := e.Build(ctx, 19, "")
 	if err != nil {
 		return err
@@ -134,7 +125,7 @@ func brownoutDemo(ctx context.Context, e *Env, w io.Writer, shape provider.Brown
 	sched := runs[0].sched
 	how := "a 503 at once"
 	if shape == provider.BrownoutHang {
-		how = fmt.Sprintf("each call held %.1f s, past the quote's %.1f s budget", float64(sched.HangMs)/1000, quoteDeadline.Seconds())
+		how = fmt.Sprintf("each call held %.1f s, past the quote's %.1f s budget", float64(sched.HangMs)/1000, demo.QuoteBudget.Seconds())
 	}
 	fmt.Fprintf(w, "boreal's brownout, shape %s (%s): healthy until %.1f s of its schedule, down until %.1f s, healed after;\n",
 		shape, how, float64(sched.StartMs)/1000, float64(sched.EndMs)/1000)
@@ -144,7 +135,7 @@ func brownoutDemo(ctx context.Context, e *Env, w io.Writer, shape provider.Brown
 	if b, ok := runs[len(runs)-1].breakers.Breakers["boreal"]; ok {
 		fmt.Fprintf(w, "(its breaker opens at half of the last %d outcomes, once it holds %d)\n", b.Window, b.MinCalls)
 	}
-	t := Table{}
+	t := demo.Table{}
 	for _, c := range brownoutCols {
 		t.Columns = append(t.Columns, c.name)
 	}
@@ -194,7 +185,7 @@ func brownoutDemo(ctx context.Context, e *Env, w io.Writer, shape provider.Brown
 	row("outage: quotes without boreal", func(r brownoutRun) any {
 		n := 0
 		for _, q := range r.phase("down") {
-			if _, _, _, ok := q.ans.boreal(); q.status == http.StatusOK && !ok {
+			if _, _, _, ok := boreal(q.ans); q.status == http.StatusOK && !ok {
 				n++
 			}
 		}
@@ -213,7 +204,7 @@ func brownoutDemo(ctx context.Context, e *Env, w io.Writer, shape provider.Brown
 		}
 		return r.breakers.Breakers["boreal"].Opened
 	})
-	row(fmt.Sprintf("max_active (limit %d)", hedgeLimit), func(r brownoutRun) any { return r.st.MaxActive })
+	row(fmt.Sprintf("max_active (limit %d)", demo.OutboundLimit), func(r brownoutRun) any { return r.st.MaxActive })
 	t.Print(w)
 	fmt.Fprintln(w, "a quote's phase is where its start falls on the schedule; p50: the quote's answer on the client's clock;")
 	fmt.Fprintln(w, "boreal calls: the provider's count of boreal calls that arrived inside the outage; asked: the provider logged")
@@ -244,7 +235,7 @@ func runBrownout(ctx context.Context, prov *provider.Server, qf string) brownout
 		wg.Go(func() {
 			for ctx.Err() == nil && time.Now().Before(stopAt) {
 				q := brownoutQuote{start: time.Now()}
-				q.status, _, q.err = do(ctx, http.MethodPost, qf+"/api/quotes", body, &q.ans)
+				q.status, _, q.err = demo.Do(ctx, http.MethodPost, qf+"/api/quotes", body, &q.ans)
 				q.end = time.Now()
 				mu.Lock()
 				r.quotes = append(r.quotes, q)
@@ -263,7 +254,7 @@ func runBrownout(ctx context.Context, prov *provider.Server, qf string) brownout
 		time.Sleep(10 * time.Millisecond)
 	}
 	before := time.Now()
-	if _, _, r.err = do(ctx, http.MethodGet, prov.URL+"/stats", nil, &r.st); r.err != nil {
+	if _, _, r.err = demo.Do(ctx, http.MethodGet, prov.URL+"/stats", nil, &r.st); r.err != nil {
 		return r
 	}
 	r.sched = r.st.Scenarios.Brownout
@@ -277,14 +268,14 @@ func runBrownout(ctx context.Context, prov *provider.Server, qf string) brownout
 		if q.ans.RequestID == "" || q.start.Before(r.at(r.sched.StartMs)) {
 			continue
 		}
-		rs, err := requestLog(ctx, prov.URL, q.ans.RequestID)
+		rs, err := demo.RequestLog(ctx, prov.URL, q.ans.RequestID)
 		if err != nil {
 			r.err = err
 			return r
 		}
 		r.quotes[i].asked = len(rs.Log.Boreal) > 0
 	}
-	if _, _, r.err = do(ctx, http.MethodGet, qf+"/api/breakers", nil, &r.breakers); r.err != nil {
+	if _, _, r.err = demo.Do(ctx, http.MethodGet, qf+"/api/breakers", nil, &r.breakers); r.err != nil {
 		return r
 	}
 	return r
@@ -341,7 +332,7 @@ func (r brownoutRun) stale() staleFigures {
 	slices.SortFunc(byEnd, func(a, b brownoutQuote) int { return a.end.Compare(b.end) })
 	lastPrice, lastAt := 0, time.Time{}
 	for _, q := range byEnd {
-		total, stale, age, ok := q.ans.boreal()
+		total, stale, age, ok := boreal(q.ans)
 		if q.status != http.StatusOK || !ok {
 			continue
 		}
