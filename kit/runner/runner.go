@@ -459,8 +459,9 @@ var endOnce = sync.OnceFunc(endWithParent)
 // end cannot arrive as SIGHUP (Windows); elsewhere nil.
 func ParentGone() <-chan struct{} { return parentGone() }
 
-// Alive reports whether process pid exists.
-func Alive(pid int) bool { return exists(pid) }
+// Alive reports whether process pid runs (a zombie, ended and not yet
+// reaped, does not: Linux).
+func Alive(pid int) bool { return exists(pid) && !zombie(pid) }
 
 // WatchStarvation samples pid's threads (this process's own too) until the
 // returned function is called, which gives the share of the wall time since

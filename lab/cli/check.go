@@ -13,7 +13,6 @@ import (
 	"quoteflowlab.dev/kit/msg"
 	"quoteflowlab.dev/kit/report"
 	"quoteflowlab.dev/kit/runner"
-	"quoteflowlab.dev/lab/internal/grade/measured"
 	"quoteflowlab.dev/lab/internal/mutation"
 )
 
@@ -26,10 +25,11 @@ type checkRequest struct {
 	timings bool
 }
 
-// graderFor is the one place that picks a grader for a lesson's method.
-func graderFor(m report.Method) grade.Grader {
-	if m == report.Measured {
-		return measured.New()
+// graderFor is the one place that picks a lesson's grader: its own
+// program when it has one (lessons/NN/grader), else the mutation grader.
+func graderFor(root string, l course.Lesson) grade.Grader {
+	if dir := l.Dir() + "/grader"; exists(root, dir) {
+		return &grade.Program{Dir: dir}
 	}
 	return mutation.New()
 }
@@ -75,29 +75,12 @@ func runChecked(ctx context.Context, c checkRequest, stderr io.Writer) report.Re
 	})
 	defer slow.Stop()
 	r := c.grader.Check(ctx)
-	sweptAfter(&r, c.req.Again(), runner.Sweep)
+	// Nothing the answer started outlives the check: what a run left is
+	// found when that run ends, so anything found now hid itself behind
+	// the mark of a run still going, and the check fails.
+	killed, left := runner.Sweep()
+	grade.Swept(&r, c.req.Again(), killed, left)
 	return r
-}
-
-// sweptAfter kills whatever is still left of the check's runs (nothing the
-// answer started outlives the check) and says so in the report: what a run
-// left is found when that run ends, so anything found now had hidden
-// itself (it carried the mark of a run still going), and the check fails.
-func sweptAfter(r *report.Report, again string, sweep func() (killed, left int)) {
-	killed, left := sweep()
-	if killed == 0 && left == 0 {
-		return
-	}
-	s := msg.T("check.swept", killed)
-	if left > 0 {
-		s = msg.T("check.swept_left", killed+left, killed, left, runner.SweepBound)
-	}
-	r.Notes = append(r.Notes, s)
-	if r.Verdict == report.Passed {
-		r.Verdict, r.OK = report.Failed, false
-		r.Summary = msg.T("check.left_summary")
-		r.Next = msg.T("check.left_next", again)
-	}
 }
 
 // checkOptions parses lab check's arguments into a request and has the
@@ -153,7 +136,7 @@ func checkOptions(args []string, stderr io.Writer) (c checkRequest, code int, ok
 			return c, usageError(fs, stderr, "%v", err), false
 		}
 	}
-	c.grader = graderFor(lesson.Method)
+	c.grader = graderFor(root, lesson)
 	if err := c.grader.Accept(req); err != nil {
 		return c, usageError(fs, stderr, "%v", err), false
 	}

@@ -96,7 +96,7 @@ func runKillset(root string, names []string, runs int, wheats bool, stdout, stde
 		if wheats {
 			what = "rejected wheat's"
 		}
-		fmt.Fprintf(stdout, "%s: wrote %s (%.0f s); review each %s `review:` line, then go test ./kit/course/\n",
+		fmt.Fprintf(stdout, "%s: wrote %s (%.0f s); review each %s `review:` line, then go test ./lab/coursetest/\n",
 			l.Exercise(), file, time.Since(began).Seconds(), what)
 	}
 	return code

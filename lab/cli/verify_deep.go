@@ -38,8 +38,7 @@ const mutantTestTimeout = "60s"
 // checkpointChecks are lesson l's mutants and wheats: the edits of its
 // checkpoint.
 func checkpointChecks(root string, l course.Lesson) ([]check.Check, error) {
-	vs, err := check.Load(root, l.Checks(), l.Exercise())
-	return slices.DeleteFunc(vs, func(v check.Check) bool { return v.Kind == report.Broken }), err
+	return check.Of(root, l, check.Builds, "")
 }
 
 func mutantsVsCheckpointTests(ctx context.Context, root string, l course.Lesson) itemResult {
