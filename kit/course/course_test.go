@@ -42,6 +42,7 @@ func toyCourse(t *testing.T) string {
 		write(t, filepath.Join(root, "lessons", n, "lesson.toml"), "title = \"Lesson "+n+"\"\ntask = \"do "+n+"\"\nmethod = \"mutants\"\n")
 	}
 	write(t, filepath.Join(root, "lessons/14/lesson.toml"), "title = \"Retry\"\ntask = \"retry once\"\nmethod = \"measured\"\nredis = true\n")
+	write(t, filepath.Join(root, "lessons/14/grader/main.go"), "package main\n")
 	write(t, filepath.Join(root, "lessons/20/README.md"), "# 20\n")
 	write(t, filepath.Join(root, "lessons/notes/lesson.toml"), "not a lesson")
 	return root
@@ -95,6 +96,8 @@ func TestLoadNamesTheFileOfABadManifest(t *testing.T) {
 		{"wrong type", "lessons/14/lesson.toml", "title = \"t\"\ntask = \"x\"\nmethod = \"mutants\"\nredis = \"yes\"\n", `lessons/14/lesson.toml: toml: line 4`},
 		{"not toml", "lessons/14/lesson.toml", "title: t\n", `lessons/14/lesson.toml: toml: line 1`},
 		{"no lesson.toml", "lessons/14/exercise/main.go", "package main\n", "lessons/14/exercise exists but lessons/14/lesson.toml does not"},
+		{"measured, no grader", "lessons/14/lesson.toml", "title = \"t\"\ntask = \"x\"\nmethod = \"measured\"\n", `lessons/14/lesson.toml: method "measured" needs the lesson's own grader program, lessons/14/grader`},
+		{"a grader, mutants", "lessons/12/grader/main.go", "package main\n", `lessons/12/lesson.toml: lessons/12/grader is the lesson's own grader: its method is "measured", not "mutants"`},
 		{"number spelt oddly", "lessons/014/lesson.toml", "title = \"t\"\ntask = \"x\"\nmethod = \"mutants\"\n", "lessons/014/lesson.toml: the folder's name must be the lesson's number as is, lessons/14"},
 	} {
 		root := t.TempDir()

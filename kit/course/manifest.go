@@ -20,15 +20,17 @@ import (
 //
 //	title = "Retry once — whose budget pays?"
 //	task = "flaky recovers in exactly 2 attempts with one ID; invalid data is not retried"
-//	method = "mutants"   # or "measured"
+//	method = "mutants"   # or "measured": graded by its own lessons/NN/grader
 //	redis = true         # optional: a redis-server for every run of the answer
 const ManifestFile = "lesson.toml"
 
 // Load reads the course under root: one lesson for every folder lessons/NN
 // that holds a lesson.toml, in the order of their numbers. A lesson.toml
 // that cannot be read, has a key missing, empty or unknown, or a method lab
-// does not know is an error naming the file; so is an exercise folder
-// (lessons/NN/exercise) in a lesson with no lesson.toml.
+// does not know is an error naming the file, and so is method "measured"
+// without a grader program (lessons/NN/grader) or one with another method;
+// so is an exercise folder (lessons/NN/exercise) in a lesson with no
+// lesson.toml.
 func Load(root string) ([]Lesson, error) {
 	entries, err := os.ReadDir(filepath.Join(root, "lessons"))
 	if err != nil {
@@ -53,6 +55,15 @@ func Load(root string) ([]Lesson, error) {
 			return nil, fmt.Errorf("%s: %w", file, err)
 		case strconv.Itoa(n) != e.Name():
 			return nil, fmt.Errorf("%s: the folder's name must be the lesson's number as is, lessons/%d", file, n)
+		}
+		// lab check runs a lesson's own grader when it has one: the
+		// method must say so.
+		_, err = os.Stat(filepath.Join(root, filepath.FromSlash(dir), "grader"))
+		switch {
+		case err == nil && l.Method != report.Measured:
+			return nil, fmt.Errorf("%s: %s/grader is the lesson's own grader: its method is %q, not %q", file, dir, report.Measured, l.Method)
+		case err != nil && l.Method == report.Measured:
+			return nil, fmt.Errorf("%s: method %q needs the lesson's own grader program, %s/grader", file, l.Method, dir)
 		}
 		l.Number = n
 		ls = append(ls, l)

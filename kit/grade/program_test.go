@@ -47,7 +47,7 @@ func (o *own) Describe() Description {
 func TestMainSpeaksTheProtocol(t *testing.T) {
 	defer msg.Set(msg.Current())
 	root := t.TempDir()
-	os.MkdirAll(filepath.Join(root, "lessons/15"), 0o755)
+	os.MkdirAll(filepath.Join(root, "lessons/15/grader"), 0o755)
 	os.WriteFile(filepath.Join(root, "lessons/15/lesson.toml"), []byte("title = \"t\"\ntask = \"t\"\nmethod = \"measured\"\n"), 0o644)
 	base := []string{"--root", root, "--exercise", "E15", "--answer", "lessons/16/answer_previous", "--lang", "zh-CN"}
 	var stdout, stderr bytes.Buffer
