@@ -7,18 +7,22 @@
 //     lessons/NN/lesson.toml, found by convention) and where each one's
 //     parts live.
 //   - report: the one result model of `lab check`, and its JSON. A lesson's
-//     grader program reports through it; lab renders that report like any
-//     other.
+//     grader program (lessons/NN/grader) answers lab check with it; the
+//     protocol is in report's package comment.
 //   - check: a lesson's checks (lessons/NN/checks/*.txtar): mutants, wheats
 //     and broken tools, each one edit of the course's code.
 //   - grade, runner, machine: what a grader needs to run an answer safely
-//     and fairly: the request, the guard of the course, child processes
-//     that end with their run, and telling a wrong answer from a busy
-//     machine.
-//   - load, redisinfo, msg, fileid: driving load at QuoteFlow, telling one's
-//     own redis-server from another's, lab's messages in English and
-//     Chinese, and knowing a file unchanged from its status alone.
-//   - demo (coming): the common steps of a lesson's demos (start a
-//     checkpoint or a mutant of it, the provider lab or Redis on a free
-//     port, drive load, read /stats, print the table).
+//     and fairly: the request, one grading session (the guard of the
+//     course, the build key, the runs, the tamper report), grade.Main for a
+//     lesson's grader program, child processes that end with their run, and
+//     telling a wrong answer from a busy machine.
+//   - demo: a lesson's demo program (lessons/NN/demo) and the common steps
+//     of its demos: build and start a checkpoint or a mutant of it, the
+//     provider lab or Redis on a free port, drive load, read /stats, print
+//     the table.
+//   - api, load, redisserver, redisinfo: QuoteFlow's answer body and the
+//     provider lab's request log, load driven at QuoteFlow, a redis-server
+//     of one's own and telling it from another's.
+//   - msg, fileid: lab's messages in English and Chinese, and knowing a
+//     file unchanged from its status alone.
 package kit
