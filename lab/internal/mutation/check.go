@@ -95,10 +95,9 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 	// (which says which build ran) learned the checkpoint's value and
 	// passed every later check by behaving well on that value alone. A
 	// fresh key costs the schema's packages a compile each check (E14's full
-	// check 3.1 → 3.75 s here) and the build shelf its hits.
+	// check 3.1 → 3.75 s here).
 	grade.TakeKey(o.CacheDir, grade.SchemataKey) // a key an older lab left: gone from the disk
 	c := &checker{o: o, mon: mon, r: &r, key: grade.NewKey(), guard: guard}
-	c.shelf = grade.Shelf(o.Root, c.key)
 	if l.Redis {
 		// A redis-server per run: the first ones start while the answer
 		// builds.
@@ -174,9 +173,6 @@ type checker struct {
 	o   grade.Request
 	mon grade.Monitor
 	key []byte // the schema selectors' key: in memory only while answers run
-	// shelf builds, skipping the go command for a binary whose inputs did
-	// not change since it was built (its stamps are keyed by key).
-	shelf *runner.Shelf
 	// guard restores the course after every run; tampered
 	// names what an answer changed there.
 	guard         *grade.Guard
@@ -245,7 +241,7 @@ func (c *checker) prepare(ctx context.Context, vs []check.Check) (*builds, error
 		return nil, err
 	}
 	defer b.clean() // what the build read says which selector is which
-	b.mainRes = c.shelf.Build(ctx, o.Root, overlay, b.main, b.pkg)
+	b.mainRes = runner.Build(ctx, o.Root, overlay, b.main, b.pkg)
 	what := "the answer with the mutant schema (the checkpoint, every mutant and wheat)"
 	if b.schema == nil {
 		what = "the answer on the checkpoint"
@@ -259,7 +255,7 @@ func (c *checker) prepare(ctx context.Context, vs []check.Check) (*builds, error
 		if err != nil {
 			return nil, err
 		}
-		res := c.shelf.Build(ctx, o.Root, plain, b.main, b.pkg)
+		res := runner.Build(ctx, o.Root, plain, b.main, b.pkg)
 		c.built("the answer on the plain checkpoint (the schema did not build)", res)
 		if res.OK() {
 			c.note(msg.T("mut.schema_failed") + "\n" + report.Shorten(buildOutput(b.mainRes), 600))
@@ -522,12 +518,8 @@ func (c *checker) step(kind, what string, d time.Duration) {
 	c.r.Timings.Add(kind, what, d.Milliseconds())
 }
 
-// built records a build's time, and that it was up to date when the shelf
-// did not start the go command.
+// built records a build's time.
 func (c *checker) built(what string, res runner.Result) {
-	if res.UpToDate {
-		what += ": up to date (nothing it reads changed since it was built; go build not run)"
-	}
 	c.step("build", what, res.Elapsed)
 }
 
@@ -566,7 +558,7 @@ func (c *checker) buildOwn(ctx context.Context, b *builds, vs []check.Check) {
 				results <- built{v.Name, "", err.Error()}
 				return
 			}
-			res := c.shelf.Build(ctx, c.o.Root, ovFile, bin, b.pkg)
+			res := runner.Build(ctx, c.o.Root, ovFile, bin, b.pkg)
 			c.built("the answer on "+string(v.Kind)+" "+v.Name+" (a build of its own)", res)
 			if !res.OK() {
 				results <- built{v.Name, "", buildOutput(res)}

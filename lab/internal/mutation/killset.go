@@ -141,7 +141,6 @@ func runSet(ctx context.Context, o grade.Request, ms []mutagen.Mutant, runs int,
 	}
 	c := &checker{o: o, mon: mon, r: &r, key: grade.TakeKey(o.CacheDir, grade.SchemataKey), guard: guard}
 	defer grade.PutKey(o.CacheDir, grade.SchemataKey, c.key)
-	c.shelf = grade.Shelf(o.Root, c.key)
 	if l.Redis {
 		c.redisUp = make(chan struct{})
 		if c.redis, err = startRedis(ctx, filepath.Join(o.CacheDir, "redis"), (len(ms)+1)*runs); err != nil {

@@ -156,12 +156,6 @@ func checkWithin(ctx context.Context, o grade.Request, v check.Check, runBound t
 		r.Verdict, r.Summary = report.Failed, "cannot read the course before running the tools: "+err.Error()
 		return r
 	}
-	// The stamps' key is off the disk while the tools run. It is kept with
-	// the tools it stamps, so that checks of other answers (or variants)
-	// at the same time each find theirs.
-	key := grade.TakeKey(opts.BinDir, grade.ToolsKey)
-	defer grade.PutKey(opts.BinDir, grade.ToolsKey, key)
-	opts.Shelf = grade.Shelf(o.Root, key)
 	res := Grade(ctx, opts)
 	r.Properties, r.ElapsedMS, r.Notes = res.Props, res.Elapsed.Milliseconds(), res.Notes
 	r.Machine = &res.Machine
