@@ -151,12 +151,11 @@ import (
 	"testing"
 	"time"
 
-	"quoteflowlab.dev/internal/pressure"
-	"quoteflowlab.dev/internal/testpar"
-
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"quoteflowlab.dev/internal/kept"
+	"quoteflowlab.dev/kit/kept"
+	"quoteflowlab.dev/kit/machine"
+	"quoteflowlab.dev/kit/testpar"
 	"quoteflowlab.dev/lab/cli"
 	"quoteflowlab.dev/provider"
 )
@@ -419,7 +418,7 @@ func checkpointCount() string {
 // the suite runs dozens of gradings at once, and a correct answer is never
 // to be failed for that, nor taken as passed without a verdict. Before the
 // second run it waits, at most quietWait, for the machine to be less busy
-// (pressure.WaitQuieter; in CI the checkpoints' suites run under the race
+// (machine.WaitQuieter; in CI the checkpoints' suites run under the race
 // detector beside it).
 // Any other exit code, or a second INCONCLUSIVE, fails the script. Its
 // stdout and stderr are the last run's.
@@ -430,7 +429,7 @@ func cmdPasses(ts *testscript.TestScript, neg bool, args []string) {
 	err := ts.Exec("lab", args...)
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == 3 {
-		ts.Logf("lab %s: INCONCLUSIVE (the machine was too busy to judge): checked once more, %s", strings.Join(args, " "), pressure.WaitQuieter(context.Background(), quietWait))
+		ts.Logf("lab %s: INCONCLUSIVE (the machine was too busy to judge): checked once more, %s", strings.Join(args, " "), machine.WaitQuieter(context.Background(), quietWait))
 		err = ts.Exec("lab", args...)
 	}
 	if err != nil {

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"quoteflowlab.dev/internal/kept"
-	"quoteflowlab.dev/internal/testpar"
+	"quoteflowlab.dev/kit/kept"
+	"quoteflowlab.dev/kit/testpar"
 
 	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/lab/internal/watch"
@@ -63,7 +63,7 @@ func labCommand(t *testing.T) string {
 }
 
 // stateDir is a LAB_STATE_DIR for one test whose lab check cache is kept
-// from one run of the suite to the next (internal/kept): lab check names an
+// from one run of the suite to the next (kit/kept): lab check names an
 // answer outside the course by its content, so go build finds the binaries
 // of the answers this test saved last time up to date and does not link
 // them again (the watch tests' links were most of their CPU). go decides

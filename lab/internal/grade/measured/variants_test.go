@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"quoteflowlab.dev/internal/kept"
 	"quoteflowlab.dev/kit/check"
 	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/kit/grade"
+	"quoteflowlab.dev/kit/kept"
 	"quoteflowlab.dev/kit/report"
 	"quoteflowlab.dev/kit/runner"
 )

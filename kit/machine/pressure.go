@@ -1,6 +1,7 @@
-// Package pressure reads how long the machine's tasks have waited for a
-// CPU, from Linux's pressure stall information.
-package pressure
+package machine
+
+// How long the machine's tasks have waited for a CPU, from Linux's
+// pressure stall information.
 
 import (
 	"context"
