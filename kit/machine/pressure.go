@@ -1,8 +1,5 @@
 package machine
 
-// How long the machine's tasks have waited for a CPU, from Linux's
-// pressure stall information.
-
 import (
 	"context"
 	"fmt"
