@@ -461,9 +461,9 @@ func pathWithoutScriptCommands() string {
 // run: each built once a run (the five checkpoint 16 scripts share one),
 // into a directory kept from run to run, so that go build finds the binary
 // up to date and does not link it again unless the checkpoint changed.
-var quoteflowBins = &binShelf{built: map[string]*quoteflowBuild{}}
+var quoteflowBins = &keptBins{built: map[string]*quoteflowBuild{}}
 
-type binShelf struct {
+type keptBins struct {
 	take  sync.Once
 	dir   string
 	hand  func() // hands dir back
@@ -478,7 +478,7 @@ type quoteflowBuild struct {
 }
 
 // give hands the kept directory back once every script has ended.
-func (b *binShelf) give() {
+func (b *keptBins) give() {
 	if b.hand != nil {
 		b.hand()
 	}
@@ -486,7 +486,7 @@ func (b *binShelf) give() {
 
 // path builds checkpoint n's cmd/quoteflow (once a run) and returns the
 // binary's path.
-func (b *binShelf) path(repo, n string) (string, error) {
+func (b *keptBins) path(repo, n string) (string, error) {
 	b.take.Do(func() {
 		b.dir, b.hand = kept.Take("quoteflow")
 		if b.dir == "" {
