@@ -2,11 +2,11 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"quoteflowlab.dev/kit/course"
@@ -50,9 +50,12 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	exercise := ""
+	var lesson course.Lesson
 	if len(pos) == 1 {
-		exercise = pos[0]
+		var code int
+		if lesson, code, ok = findLesson(fs, root, pos[0], stderr); !ok {
+			return code
+		}
 	} else {
 		lessons, ok := loadLessons("watch", root, stderr)
 		if !ok {
@@ -63,10 +66,10 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stderr, msg.T("watch.all_pass"))
 			return 1
 		}
-		exercise = l.Exercise()
+		lesson = l
 	}
-	s := &watchSession{root: root, stdout: stdout, stderr: stderr, poll: *poll, interval: *interval, timeout: *timeout, usage: fs.Usage}
-	req, code, ok := s.options(exercise, *answer)
+	s := &watchSession{root: root, stdout: stdout, stderr: stderr, poll: *poll, interval: *interval, timeout: *timeout, flags: fs}
+	req, code, ok := s.options(lesson, *answer)
 	if !ok {
 		return code
 	}
@@ -113,30 +116,20 @@ type watchSession struct {
 	poll           bool
 	interval       time.Duration
 	timeout        time.Duration
-	usage          func()
-	clear          bool        // stdout is a terminal: clear it between runs
-	keys           <-chan byte // key presses; nil without a terminal
+	flags          *flag.FlagSet // lab watch's: its name and usage in what it prints
+	clear          bool          // stdout is a terminal: clear it between runs
+	keys           <-chan byte   // key presses; nil without a terminal
 }
 
-// options parses the check's options with lab check's own parser, so that
-// watch checks exactly what lab check would; its complaints are reworded
-// as lab watch's.
-func (s *watchSession) options(exercise, answer string) (checkRequest, int, bool) {
-	args := []string{exercise, "--timeout", s.timeout.String()}
-	if answer != "" {
-		args = append(args, "--answer", answer)
-	}
-	var said strings.Builder
-	req, code, ok := checkOptions(args, &said)
-	if !ok {
-		usageLine, _, _ := strings.Cut(msg.T("flags.usage", "check", "\x00"), "\x00")
-		text, _, _ := strings.Cut(said.String(), usageLine)
-		fmt.Fprint(s.stderr, strings.ReplaceAll(text, "lab check", "lab watch"))
-		if code == 2 {
-			s.usage()
-		}
-	}
-	return req, code, ok
+// options is the check of lesson's answer ("": its starter) that lab
+// check would run, with the session's timeout.
+func (s *watchSession) options(lesson course.Lesson, answer string) (checkRequest, int, bool) {
+	var c checkRequest
+	req := grade.Request{Root: s.root, Lesson: lesson, Timeout: s.timeout, Repeat: 1}
+	var code int
+	var ok bool
+	c.grader, c.req, code, ok = graded(s.flags, s.stderr, req, answer)
+	return c, code, ok
 }
 
 // watch checks one exercise on every change until Ctrl-C or a key. again
@@ -225,7 +218,7 @@ func (s *watchSession) watch(ctx context.Context, req checkRequest) (next checkR
 				if !ok || !passed || cur != nil {
 					continue
 				}
-				if next, code, ok := s.options(n.Exercise(), ""); ok {
+				if next, code, ok := s.options(n, ""); ok {
 					return next, code, true
 				}
 			}

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"quoteflowlab.dev/internal/kept"
-	"quoteflowlab.dev/internal/pressure"
 	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/kept"
+	"quoteflowlab.dev/kit/machine"
 	"quoteflowlab.dev/kit/report"
 	"quoteflowlab.dev/kit/runner"
 )
@@ -55,7 +55,7 @@ func TestReferencePasses(t *testing.T) {
 	}
 	r := gradeAnswer(t, Options{Dir: e15(t).Reference(), BinDir: bins})
 	if r.Inconclusive {
-		t.Logf("inconclusive on a busy machine (%v): graded again %s", r.Notes, pressure.WaitQuieter(t.Context(), quietWait))
+		t.Logf("inconclusive on a busy machine (%v): graded again %s", r.Notes, machine.WaitQuieter(t.Context(), quietWait))
 		r = gradeAnswer(t, Options{Dir: e15(t).Reference(), BinDir: bins})
 	}
 	for _, p := range r.Props {
