@@ -1,6 +1,6 @@
 //go:build lessondeps
 
-// Package lessons names the checkpoint packages that the lessons'
+// This file names the checkpoint packages that the lessons'
 // starters and reference answers import. Those folders are in go.mod's
 // ignore block (left out of ./...), and go mod tidy does not look into
 // ignored folders: without this file it would drop the require lines of the
@@ -9,7 +9,7 @@
 // no build sets the tag lessondeps, so nothing here is ever compiled.
 // TestLessonsThatImportACheckpointAreLeftOutOfDotDotDot keeps the list
 // exact.
-package lessons
+package coursetest
 
 import (
 	_ "quoteflowlab.dev/checkpoints/12/quoteflow"
