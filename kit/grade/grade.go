@@ -1,13 +1,17 @@
 // Package grade is what every grading method of `lab check` shares: the
 // Request a command line becomes, the Monitor that tells a busy machine
-// from a wrong answer, and the Grader interface each method implements.
+// from a wrong answer, the Grader interface a grader implements, and the
+// Session of one check (monitor, guard, key, runs, restore,
+// tamper report).
 //
-// There are two methods, one package each: mutation (the answer is a test;
-// it must pass on the correct checkpoint and every wheat, and fail on every
-// mutant) and measured (the answer is a set of tools; the grader runs them
-// and measures each property itself). The lab command picks one for a
-// lesson's method in one place, builds the Request once, and hands it to
-// the grader's Accept; everything after that happens inside the grader.
+// There are two kinds of grader: lab's mutation grader (the answer is a
+// test; it must pass on the correct checkpoint and every wheat, and fail on
+// every mutant), and a lesson's own, a program in lessons/NN/grader (E15's
+// runs the answer's tools and measures each property itself): Main is its
+// main function, Program the Grader lab runs it through (the protocol is
+// package report's). The lab command picks one in one place, builds the
+// Request once, and hands it to the grader's Accept; everything after that
+// happens inside the grader.
 package grade
 
 import (

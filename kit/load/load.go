@@ -25,6 +25,8 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"quoteflowlab.dev/kit/api"
 )
 
 // Config is one run.
@@ -510,22 +512,7 @@ func (r *Report) count(res *vegeta.Result) (complete bool) {
 		return false
 	}
 	r.Statuses[strconv.Itoa(int(res.Code))]++
-	var body struct {
-		Detail   string `json:"detail"`
-		Pending  int    `json:"pending"`
-		Failures []struct {
-			Code string `json:"code"`
-		} `json:"failures"`
-		Quotes []struct {
-			Stale bool `json:"stale"`
-		} `json:"quotes"`
-		Items []struct {
-			Status   string `json:"status"`
-			Failures []struct {
-				Code string `json:"code"`
-			} `json:"failures"`
-		} `json:"items"`
-	}
+	var body api.Answer
 	if json.Unmarshal(bytes.TrimSpace(res.Body), &body) != nil {
 		return false
 	}
@@ -553,16 +540,16 @@ func (r *Report) count(res *vegeta.Result) (complete bool) {
 // Text writes the report for a person.
 func (r Report) Text(w io.Writer) {
 	fmt.Fprintf(w, "%d requests (%s at %s, %s) to %s in %.2f s\n", r.Requests, r.Request, r.Scenario, r.Mode, r.Target, r.ElapsedS)
-	fmt.Fprintf(w, "  statuses:      %s\n", counts(r.Statuses))
+	fmt.Fprintf(w, "  statuses:      %s\n", Counts(r.Statuses))
 	if len(r.Lines) > 0 {
-		fmt.Fprintf(w, "  lines:         %s; pending (queued) %d\n", counts(r.Lines), r.Pending)
+		fmt.Fprintf(w, "  lines:         %s; pending (queued) %d\n", Counts(r.Lines), r.Pending)
 	}
-	fmt.Fprintf(w, "  failure codes: %s\n", counts(r.Failures))
+	fmt.Fprintf(w, "  failure codes: %s\n", Counts(r.Failures))
 	if len(r.Details) > 0 {
-		fmt.Fprintf(w, "  refusals:      %s\n", counts(r.Details))
+		fmt.Fprintf(w, "  refusals:      %s\n", Counts(r.Details))
 	}
 	if len(r.Errors) > 0 {
-		fmt.Fprintf(w, "  no answer:     %s\n", counts(r.Errors))
+		fmt.Fprintf(w, "  no answer:     %s\n", Counts(r.Errors))
 	}
 	l := r.LatencyMs
 	fmt.Fprintf(w, "  latency ms:    p50 %.1f  p90 %.1f  p99 %.1f  max %.1f  (mean %.1f)\n", l.P50, l.P90, l.P99, l.Max, l.Mean)
@@ -590,7 +577,9 @@ func (r Report) Text(w io.Writer) {
 	}
 }
 
-func counts(m map[string]int) string {
+// Counts writes m as "complete 2, partial 1": by key, in order; "none"
+// when empty.
+func Counts(m map[string]int) string {
 	if len(m) == 0 {
 		return "none"
 	}
@@ -611,5 +600,5 @@ func counts64(m map[string]int64) string {
 	for k, v := range m {
 		c[k] = int(v)
 	}
-	return "(" + counts(c) + ")"
+	return "(" + Counts(c) + ")"
 }

@@ -3,6 +3,30 @@
 // build (for mutant-graded exercises), and one property per thing checked —
 // a mutant to catch, a wheat to pass, or a measured property to hold. It
 // renders as text for a terminal and as the JSON of `lab check --json`.
+//
+// The same JSON is how a lesson's own grader answers lab check. A lesson
+// that has one (lessons/NN/grader, a main package calling grade.Main) is
+// built by lab check into its cache and run, in the repository root, as
+//
+//	grader --root DIR --exercise ENN --answer PATH --cache DIR --lang en|zh-CN --timeout D
+//	       [--repeat N] [--separate] [--variant NAME] [--only NAME] [--seed N] [--case CASE]
+//	       [--accept] [--report FILE]
+//
+// PATH is a slash path from DIR, or an absolute folder; the flags are lab
+// check's own. First with --accept: the grader only checks the request,
+// and exits 0 printing one JSON object, what lab watch watches and what a
+// check does for a person waiting on it (kit/grade's Description):
+//
+//	{"watch": ["*.go", "budget_plan.json"], "watching": "...", "doing": "..."}
+//
+// or exits 2 with one line on stderr, the reason the request is wrong,
+// which lab check prints as its usage error. Then without --accept: the
+// grader grades, and exits 0 with a Report as one JSON document on stdout
+// (or in FILE), its verdict inside. Any other exit, or no report, is the
+// grader's own failure: lab check reports FAILED with what it printed.
+// The grader runs as an answer does: in a process group of its own,
+// killed whole when the check stops or after ten minutes, and what it
+// leaves running is killed and counted.
 package report
 
 import (
@@ -56,7 +80,7 @@ func (v Verdict) ExitCode() int {
 }
 
 // Kind is what a property, or a check defined by an edit (package
-// variant), is.
+// check), is.
 type Kind string
 
 const (

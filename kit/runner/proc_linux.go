@@ -99,3 +99,15 @@ func (s *waitSampler) close() {
 		delete(s.files, tid)
 	}
 }
+
+// zombie reports whether pid has ended and waits to be reaped (state Z in
+// /proc/PID/stat): the parent of an orphan may be slow to reap it.
+func zombie(pid int) bool {
+	data, err := os.ReadFile(filepath.Join("/proc", itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(data), ')')
+	f := strings.Fields(string(data[i+1:]))
+	return i >= 0 && len(f) > 0 && f[0] == "Z"
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +14,6 @@ import (
 	"quoteflowlab.dev/kit/msg"
 	"quoteflowlab.dev/kit/report"
 	"quoteflowlab.dev/kit/runner"
-	"quoteflowlab.dev/lab/internal/grade/measured"
 	"quoteflowlab.dev/lab/internal/mutation"
 )
 
@@ -26,10 +26,11 @@ type checkRequest struct {
 	timings bool
 }
 
-// graderFor is the one place that picks a grader for a lesson's method.
-func graderFor(m report.Method) grade.Grader {
-	if m == report.Measured {
-		return measured.New()
+// graderFor is the one place that picks a lesson's grader: its own
+// program when it has one (lessons/NN/grader), else the mutation grader.
+func graderFor(root string, l course.Lesson) grade.Grader {
+	if dir := l.Dir() + "/grader"; exists(root, dir) {
+		return &grade.Program{Dir: dir}
 	}
 	return mutation.New()
 }
@@ -75,29 +76,12 @@ func runChecked(ctx context.Context, c checkRequest, stderr io.Writer) report.Re
 	})
 	defer slow.Stop()
 	r := c.grader.Check(ctx)
-	sweptAfter(&r, c.req.Again(), runner.Sweep)
+	// Nothing the answer started outlives the check: what a run left is
+	// found when that run ends, so anything found now hid itself behind
+	// the mark of a run still going, and the check fails.
+	killed, left := runner.Sweep()
+	grade.Swept(&r, c.req.Again(), killed, left)
 	return r
-}
-
-// sweptAfter kills whatever is still left of the check's runs (nothing the
-// answer started outlives the check) and says so in the report: what a run
-// left is found when that run ends, so anything found now had hidden
-// itself (it carried the mark of a run still going), and the check fails.
-func sweptAfter(r *report.Report, again string, sweep func() (killed, left int)) {
-	killed, left := sweep()
-	if killed == 0 && left == 0 {
-		return
-	}
-	s := msg.T("check.swept", killed)
-	if left > 0 {
-		s = msg.T("check.swept_left", killed+left, killed, left, runner.SweepBound)
-	}
-	r.Notes = append(r.Notes, s)
-	if r.Verdict == report.Passed {
-		r.Verdict, r.OK = report.Failed, false
-		r.Summary = msg.T("check.left_summary")
-		r.Next = msg.T("check.left_next", again)
-	}
 }
 
 // checkOptions parses lab check's arguments into a request and has the
@@ -123,9 +107,13 @@ func checkOptions(args []string, stderr io.Writer) (c checkRequest, code int, ok
 	if len(pos) != 1 {
 		return c, usageError(fs, stderr, "%s", msg.T("usage.one_exercise")), false
 	}
-	lesson, err := course.ParseExercise(pos[0])
-	if err != nil {
-		return c, usageError(fs, stderr, "%v", err), false
+	root, ok := findRoot("check", stderr)
+	if !ok {
+		return c, 1, false
+	}
+	lesson, code, ok := findLesson(fs, root, pos[0], stderr)
+	if !ok {
+		return c, code, false
 	}
 	switch {
 	case *timeout <= 0:
@@ -133,32 +121,38 @@ func checkOptions(args []string, stderr io.Writer) (c checkRequest, code int, ok
 	case *repeat < 1 || *repeat > 100:
 		return c, usageError(fs, stderr, "%s", msg.T("usage.repeat_range")), false
 	}
-	root, ok := findRoot("check", stderr)
-	if !ok {
-		return c, 1, false
-	}
-	req := grade.Request{Root: root, Lesson: lesson, Answer: lesson.Starter(), Timeout: *timeout, Repeat: *repeat, Separate: *separate, Variant: *variant, Only: *only, Seed: *seed, Case: *oneCase}
-	if *answer == "" {
-		starter := filepath.Join(root, filepath.FromSlash(lesson.Starter()))
+	req := grade.Request{Root: root, Lesson: lesson, Timeout: *timeout, Repeat: *repeat, Separate: *separate, Variant: *variant, Only: *only, Seed: *seed, Case: *oneCase}
+	c.grader, c.req, code, ok = graded(fs, stderr, req, *answer)
+	return c, code, ok
+}
+
+// graded completes req (its answer: the folder answer, or the exercise's
+// starter when answer is "") and returns it with the lesson's grader,
+// which has accepted it: what lab check and lab watch check. A problem is
+// printed as fs's command's; code is the exit code when ok is false (2 for
+// a usage error, with fs's usage).
+func graded(fs *flag.FlagSet, stderr io.Writer, req grade.Request, answer string) (g grade.Grader, _ grade.Request, code int, ok bool) {
+	req.Answer = req.Lesson.Starter()
+	if answer == "" {
+		starter := filepath.Join(req.Root, filepath.FromSlash(req.Answer))
 		if _, err := os.Stat(starter); err != nil {
-			fmt.Fprint(stderr, msg.T("check.no_starter", lesson.Exercise(), err))
-			return c, 1, false
+			fmt.Fprint(stderr, msg.T("check.no_starter", fs.Name(), req.Lesson.Exercise(), err))
+			return nil, req, 1, false
 		}
 	} else {
 		wd, err := os.Getwd()
 		if err == nil {
-			req.Answer, err = grade.ResolveAnswer(root, wd, *answer)
+			req.Answer, err = grade.ResolveAnswer(req.Root, wd, answer)
 		}
 		if err != nil {
-			return c, usageError(fs, stderr, "%v", err), false
+			return nil, req, usageError(fs, stderr, "%v", err), false
 		}
 	}
-	c.grader = graderFor(lesson.Method)
-	if err := c.grader.Accept(req); err != nil {
-		return c, usageError(fs, stderr, "%v", err), false
+	g = graderFor(req.Root, req.Lesson)
+	if err := g.Accept(req); err != nil {
+		return nil, req, usageError(fs, stderr, "%v", err), false
 	}
-	c.req = req
-	return c, 0, true
+	return g, req, 0, true
 }
 
 // remember records the verdict for `lab list`; losing it is not worth

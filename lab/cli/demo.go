@@ -1,20 +1,36 @@
 package cli
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
 
-	"quoteflowlab.dev/kit/machine"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/demo"
 	"quoteflowlab.dev/kit/report"
-	"quoteflowlab.dev/lab/internal/demo"
+	"quoteflowlab.dev/kit/runner"
 )
 
-// runDemo runs a lesson page's experiments end to end.
+// runDemo runs a lesson page's experiments end to end: lesson NN's demo
+// program, lessons/NN/demo (see kit/demo), built and run.
 func runDemo(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("demo", "NN [NAME]", stderr)
-	help, lesson := demoHelpAsked(args)
+	root := ""
+	if wd, err := os.Getwd(); err == nil {
+		root, _ = course.FindRoot(wd)
+	}
+	help, lesson := demoHelpAsked(root, args)
 	fs.Usage = func() {
 		w := stderr // a usage error's; asked for, the help is the answer: stdout
 		if help {
@@ -29,9 +45,19 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(w, "lab is killed outright). Without NAME, every demo of the lesson, in page order.")
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "demos:")
-		for _, d := range demo.All {
-			if lesson == 0 || d.Lesson == lesson {
-				fmt.Fprintf(w, "  lab demo %d %-16s %s\n", d.Lesson, d.Name, d.Summary)
+		if root == "" {
+			return
+		}
+		for _, n := range demoLessons(root) {
+			if lesson != 0 && n != lesson {
+				continue
+			}
+			ds, err := listDemos(context.Background(), root, n)
+			if err != nil {
+				fmt.Fprintf(w, "  lab demo %d: %v\n", n, err)
+			}
+			for _, d := range ds {
+				fmt.Fprintf(w, "  lab demo %d %-16s %s\n", n, d.Name, d.Summary)
 			}
 		}
 	}
@@ -42,34 +68,43 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	if len(pos) < 1 || len(pos) > 2 {
 		return usageError(fs, stderr, "want a lesson number and, optionally, a demo name")
 	}
-	lesson, err := strconv.Atoi(pos[0])
-	name := ""
-	if len(pos) == 2 {
-		name = pos[1]
-	}
-	demos := demo.Find(lesson, name)
-	if err != nil || len(demos) == 0 {
-		return usageError(fs, stderr, "no demo %q", fmt.Sprint(pos))
-	}
-	root, ok := findRoot("demo", stderr)
+	root, ok = findRoot("demo", stderr)
 	if !ok {
 		return 1
+	}
+	lesson, err := strconv.Atoi(pos[0])
+	if err != nil || !slices.Contains(demoLessons(root), lesson) {
+		return usageError(fs, stderr, "no demo %q", fmt.Sprint(pos))
+	}
+	ds, err := listDemos(context.Background(), root, lesson)
+	if err != nil {
+		fmt.Fprintf(stderr, "lab demo %d: %v\n", lesson, err)
+		return 1
+	}
+	var names []string
+	for _, d := range ds {
+		if len(pos) == 1 || d.Name == pos[1] {
+			names = append(names, d.Name)
+		}
+	}
+	if len(names) == 0 {
+		return usageError(fs, stderr, "no demo %q", fmt.Sprint(pos))
 	}
 	ctx, stop := stopContext()
 	defer stop()
 	stdout, stderr = stopOnClosedOutput(stop, stdout, stderr)
-	for i, d := range demos {
+	for i, name := range names {
 		if ctx.Err() != nil {
 			return 1
 		}
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		if len(demos) > 1 {
-			fmt.Fprintf(stdout, "$ lab demo %d %s\n", d.Lesson, d.Name)
+		if len(names) > 1 {
+			fmt.Fprintf(stdout, "$ lab demo %d %s\n", lesson, name)
 		}
-		if _, err := Demo(ctx, root, d, stdout, stderr); err != nil {
-			fmt.Fprintf(stderr, "lab demo %d %s: %v\n", d.Lesson, d.Name, err)
+		if _, err := Demo(ctx, root, lesson, name, stdout, stderr); err != nil {
+			fmt.Fprintf(stderr, "lab demo %d %s: %v\n", lesson, name, err)
 			return 1
 		}
 	}
@@ -78,13 +113,13 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 
 // demoHelpAsked reports whether args ask for the help (-h, --help), and the
 // lesson of `lab demo NN --help` when NN has demos (0: every lesson's).
-func demoHelpAsked(args []string) (help bool, lesson int) {
+func demoHelpAsked(root string, args []string) (help bool, lesson int) {
 	for _, a := range args {
 		switch a {
 		case "-h", "-help", "--h", "--help":
 			help = true
 		default:
-			if n, err := strconv.Atoi(a); err == nil && lesson == 0 && len(demo.Find(n, "")) > 0 {
+			if n, err := strconv.Atoi(a); err == nil && lesson == 0 && root != "" && slices.Contains(demoLessons(root), n) {
 				lesson = n
 			}
 		}
@@ -92,32 +127,149 @@ func demoHelpAsked(args []string) (help bool, lesson int) {
 	return help, lesson
 }
 
-// Demo runs one demo in a fresh environment that it stops afterwards. It
-// returns how busy the machine was while the experiment ran (after the
-// builds), and says on log when the machine held it back: its timings are
-// then the machine's, not the code's.
-func Demo(ctx context.Context, root string, d demo.Demo, stdout, log io.Writer) (report.Machine, error) {
-	env, err := demo.NewEnv(root, log)
+// demoLessons lists, in order, the lessons that have a demo program: by
+// convention, a folder lessons/NN/demo.
+var demoLessons = func(root string) []int {
+	dirs, _ := filepath.Glob(filepath.Join(root, "lessons", "*", "demo"))
+	var out []int
+	for _, d := range dirs {
+		n, err := strconv.Atoi(filepath.Base(filepath.Dir(d)))
+		if info, serr := os.Stat(d); err == nil && serr == nil && info.IsDir() {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A demoProgram is a lesson's demo program, built: what to run, with
+// which settings added to the environment.
+type demoProgram struct {
+	bin string
+	env []string
+}
+
+// buildDemo builds lesson's demo program into lab's state folder, where
+// go build finds it up to date the next time and does not link it again.
+var buildDemo = func(ctx context.Context, root string, lesson int) (demoProgram, error) {
+	pkg := fmt.Sprintf("./lessons/%d/demo", lesson)
+	bin := filepath.Join(course.StateDir(root), "demo", strconv.Itoa(lesson), runner.Exe("demo"))
+	res := runner.Build(ctx, root, "", bin, pkg)
+	if !res.OK() {
+		if res.Err != nil {
+			return demoProgram{}, res.Err
+		}
+		return demoProgram{}, fmt.Errorf("go build %s: %s", pkg, strings.TrimSpace(res.Output))
+	}
+	return demoProgram{bin: bin}, nil
+}
+
+// built holds the demo programs this lab built, one build per lesson.
+var built struct {
+	sync.Mutex
+	progs map[string]demoProgram
+}
+
+// demoProgramFor builds lesson's demo program once per lab.
+func demoProgramFor(ctx context.Context, root string, lesson int) (demoProgram, error) {
+	built.Lock()
+	defer built.Unlock()
+	key := root + "\x00" + strconv.Itoa(lesson)
+	if p, ok := built.progs[key]; ok {
+		return p, nil
+	}
+	p, err := buildDemo(ctx, root, lesson)
+	if err != nil {
+		return p, err
+	}
+	if built.progs == nil {
+		built.progs = map[string]demoProgram{}
+	}
+	built.progs[key] = p
+	return p, nil
+}
+
+// demoListTimeout caps a demo program's answer to -list.
+const demoListTimeout = 30 * time.Second
+
+// listDemos asks lesson's demo program for its demos (-list).
+func listDemos(ctx context.Context, root string, lesson int) ([]demo.Demo, error) {
+	p, err := demoProgramFor(ctx, root, lesson)
+	if err != nil {
+		return nil, err
+	}
+	var out runner.Buffer
+	res := runner.Run(ctx, runner.Cmd{Name: p.bin, Args: []string{"-list"}, Dir: root, Env: p.env, Timeout: demoListTimeout, Stdout: &out, Unmeasured: true})
+	if !res.OK() {
+		return nil, fmt.Errorf("%s -list: exit %d %v: %s", filepath.Base(p.bin), res.ExitCode, res.Err, strings.TrimSpace(res.Output))
+	}
+	var ds []demo.Demo
+	sc := bufio.NewScanner(strings.NewReader(out.String()))
+	for sc.Scan() {
+		if name, summary, ok := strings.Cut(sc.Text(), "\t"); ok && name != "" {
+			ds = append(ds, demo.Demo{Name: name, Summary: summary})
+		}
+	}
+	return ds, nil
+}
+
+// demoStopWait caps how long a demo program asked to stop may take to
+// stop what it started before it is killed with its group.
+const demoStopWait = 10 * time.Second
+
+// Demo runs one demo of lesson: its program, whose output goes to stdout
+// and log, and whose Result says how busy the machine was while the
+// experiment ran (after the builds); Demo says on log when the machine
+// held it back: its timings are then the machine's, not the code's. When
+// ctx ends, the program is asked to stop (SIGTERM; it stops what it
+// started), then killed with its group.
+func Demo(ctx context.Context, root string, lesson int, name string, stdout, log io.Writer) (report.Machine, error) {
+	p, err := demoProgramFor(ctx, root, lesson)
 	if err != nil {
 		return report.Machine{}, err
 	}
-	defer env.Close()
-	err = d.Run(ctx, env, stdout)
-	m := env.Machine()
+	dir, err := demo.ScratchDir()
 	if err != nil {
-		if ctx.Err() != nil {
-			return m, fmt.Errorf("interrupted; everything it started is stopped")
+		return report.Machine{}, err
+	}
+	defer os.RemoveAll(dir)
+	result := filepath.Join(dir, "result.json")
+	cmd := exec.Command(p.bin, name)
+	cmd.Dir = root
+	cmd.Env = append(append(os.Environ(), p.env...), demo.ResultEnv+"="+result)
+	cmd.Stdout, cmd.Stderr = stdout, log
+	cmd.WaitDelay = 2 * time.Second
+	runner.SetGroup(cmd)
+	if err := runner.Start(cmd); err != nil {
+		return report.Machine{}, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var waitErr error
+	select {
+	case waitErr = <-done:
+	case <-ctx.Done():
+		if cmd.Process.Signal(syscall.SIGTERM) != nil { // Windows: no signal to ask with
+			runner.KillGroup(cmd)
 		}
-		return m, err
+		select {
+		case waitErr = <-done:
+		case <-time.After(demoStopWait):
+			runner.KillGroup(cmd)
+			waitErr = <-done
+		}
 	}
-	if m.Busy {
-		fmt.Fprintf(log, "lab demo %d %s: the machine was busy while it ran: %s;\n"+
-			"its timings are the machine's, not the code's, and may be off the page's: run it again when it is quieter\n", d.Lesson, d.Name, describeDemo(m))
+	r, err := demo.ReadResult(result)
+	switch {
+	case ctx.Err() != nil:
+		return r.Machine, errors.New("interrupted; everything it started is stopped")
+	case err != nil:
+		return r.Machine, fmt.Errorf("the demo program ended without its result (%v): %w", waitErr, err)
+	case r.Error != "":
+		return r.Machine, errors.New(r.Error)
 	}
-	return m, nil
-}
-
-// describeDemo says how busy the machine was, and how much it held lab back.
-func describeDemo(m report.Machine) string {
-	return fmt.Sprintf("%s; lab's threads waited for a CPU %.0f%% of the run", machine.Describe(m), 100*m.MaxStarved)
+	if r.Machine.Busy {
+		fmt.Fprintf(log, "lab demo %d %s: %s\n", lesson, name, demo.BusyNote(r.Machine))
+	}
+	return r.Machine, nil
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"quoteflowlab.dev/kit/load"
-	"quoteflowlab.dev/lab/internal/demo"
 )
 
 // TestDemoAndLoadHelpListEverything: `lab demo --help` names every demo,
@@ -28,27 +28,48 @@ func TestDemoAndLoadHelpListEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range demo.All {
-		if !strings.Contains(out.String(), "lab demo "+strconv.Itoa(d.Lesson)+" "+d.Name) {
-			t.Errorf("lab demo --help does not list %d %s on stdout:\n%s", d.Lesson, d.Name, out.String())
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type named struct {
+		lesson int
+		name   string
+	}
+	var all []named
+	for _, n := range demoLessons(root) {
+		ds, err := listDemos(context.Background(), root, n)
+		if err != nil || len(ds) == 0 {
+			t.Fatalf("lesson %d's demo program lists %d demos: %v", n, len(ds), err)
 		}
-		if !strings.Contains(string(readme), "`"+d.Name+"`") {
-			t.Errorf("README.md does not name the demo `%s` (lesson %d)", d.Name, d.Lesson)
+		for _, d := range ds {
+			all = append(all, named{n, d.Name})
+		}
+	}
+	if len(all) == 0 {
+		t.Fatal("no lesson has a demo program")
+	}
+	for _, d := range all {
+		if !strings.Contains(out.String(), "lab demo "+strconv.Itoa(d.lesson)+" "+d.name) {
+			t.Errorf("lab demo --help does not list %d %s on stdout:\n%s", d.lesson, d.name, out.String())
+		}
+		if !strings.Contains(string(readme), "`"+d.name+"`") {
+			t.Errorf("README.md does not name the demo `%s` (lesson %d)", d.name, d.lesson)
 		}
 	}
 	// lab demo NN --help: lesson NN's demos only, on stdout (the help is
 	// the answer), nothing on stderr.
-	for _, lesson := range []int{16, 17, 18, 19} {
+	for _, lesson := range demoLessons(root) {
 		for _, args := range [][]string{{"demo", strconv.Itoa(lesson), "--help"}, {"demo", "-h", strconv.Itoa(lesson)}} {
 			out.Reset()
 			errb.Reset()
 			if code := Main(args, &out, &errb); code != 0 || errb.Len() != 0 {
 				t.Errorf("lab %s: exit %d, stderr %q; want 0 and the help on stdout", strings.Join(args, " "), code, errb.String())
 			}
-			for _, d := range demo.All {
-				listed := strings.Contains(out.String(), "lab demo "+strconv.Itoa(d.Lesson)+" "+d.Name)
-				if listed != (d.Lesson == lesson) {
-					t.Errorf("lab %s lists lesson %d's %s: %v, want %v", strings.Join(args, " "), d.Lesson, d.Name, listed, d.Lesson == lesson)
+			for _, d := range all {
+				listed := strings.Contains(out.String(), "lab demo "+strconv.Itoa(d.lesson)+" "+d.name)
+				if listed != (d.lesson == lesson) {
+					t.Errorf("lab %s lists lesson %d's %s: %v, want %v", strings.Join(args, " "), d.lesson, d.name, listed, d.lesson == lesson)
 				}
 			}
 		}
@@ -198,5 +219,65 @@ func TestLoadSweepWritesTableAndSVG(t *testing.T) {
 	}
 	if err := json.Unmarshal(out.Bytes(), &sw); err != nil || len(sw.Points) != 2 || sw.Points[1][0].Good != 6 {
 		t.Errorf("--json: %v %+v\n%s", err, sw, out.String())
+	}
+}
+
+// toyDemo is a lesson's demo program that speaks kit/demo's protocol with
+// the standard library alone: -list, then one demo by name, whose Result
+// goes where LAB_DEMO_RESULT says.
+const toyDemo = `package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	switch {
+	case len(os.Args) == 2 && os.Args[1] == "-list":
+		fmt.Println("hello\tsays hello from a lesson lab has never heard of")
+	case len(os.Args) == 2 && os.Args[1] == "hello":
+		fmt.Println("hello from lesson 99")
+		if f := os.Getenv("LAB_DEMO_RESULT"); f != "" {
+			os.WriteFile(f, []byte("{}"), 0o644)
+		}
+	default:
+		os.Exit(2)
+	}
+}
+`
+
+// lab demo knows no lesson: it finds a lesson's demo program by its folder,
+// lessons/NN/demo, lists its demos by asking it, and runs one. Here in a
+// course of one lesson, 99, that no file of lab names.
+func TestDemoFindsALessonsProgramByItsFolder(t *testing.T) {
+	root := t.TempDir()
+	for name, text := range map[string]string{
+		"go.mod":                  "module quoteflowlab.dev\n\ngo 1.26\n",
+		"lessons/99/demo/main.go": toyDemo,
+	} {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(root)
+	var out, errb bytes.Buffer
+	if code := Main([]string{"demo", "--help"}, &out, &errb); code != 0 ||
+		!strings.Contains(out.String(), "lab demo 99 hello            says hello from a lesson lab has never heard of") {
+		t.Fatalf("lab demo --help: exit %d; want lesson 99's demo listed\n%s%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := Main([]string{"demo", "99", "hello"}, &out, &errb); code != 0 || out.String() != "hello from lesson 99\n" {
+		t.Fatalf("lab demo 99 hello: exit %d, stdout %q; want 0 and the program's output\n%s", code, out.String(), errb.String())
+	}
+	for _, args := range [][]string{{"demo", "99", "goodbye"}, {"demo", "98", "hello"}} {
+		if code := Main(args, &out, &errb); code != 2 {
+			t.Errorf("lab %s: exit %d, want 2 (no such demo)", strings.Join(args, " "), code)
+		}
 	}
 }

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"quoteflowlab.dev/kit/check"
 	"quoteflowlab.dev/kit/course"
 )
 
@@ -154,8 +156,12 @@ func TestEveryVerifyScriptGroupHasScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	scripts := scriptNames(root)
-	for _, it := range verifyItems(root) {
-		if it.want == 0 || it.run != nil || it.parent != "" { // parent: a Go test's cases, not scripts
+	lessons, err := course.Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range verifyItems(root, lessons) {
+		if it.want == 0 || it.run != nil {
 			continue
 		}
 		n := 0
@@ -174,5 +180,39 @@ func TestEveryVerifyScriptGroupHasScripts(t *testing.T) {
 	}
 	if !strings.Contains(string(src), "func TestScripts(t *testing.T)") {
 		t.Errorf("testscripts/script_test.go has no func TestScripts: lab verify's script items would run nothing")
+	}
+}
+
+// The item of a lesson's own grader passes only when every broken check of
+// the lesson has a passing case among the grader's tests (a case named
+// after it), so a new broken check the grader's tests never grade fails it.
+func TestVerifyGraderItemWantsACasePerBrokenCheck(t *testing.T) {
+	root := repoRoot(t)
+	l, err := course.Find(root, "E15")
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken, err := check.Of(root, l, check.Tools, "")
+	if err != nil || len(broken) < 2 {
+		t.Fatalf("%d broken checks (%v)", len(broken), err)
+	}
+	const pkg = "quoteflowlab.dev/lessons/15/grader/budget"
+	events := func(skip string) *testRun {
+		lines := []string{`{"Action":"pass","Package":"` + pkg + `","Test":"TestReferencePasses"}`}
+		for _, b := range broken {
+			if b.Name != skip {
+				lines = append(lines, `{"Action":"pass","Package":"`+pkg+`","Test":"TestRejects/`+b.Name+`"}`)
+			}
+		}
+		lines = append(lines, `{"Action":"pass","Package":"`+pkg+`","Test":"TestRejects"}`, `{"Action":"pass","Package":"`+pkg+`"}`)
+		return readTestEvents([]byte(strings.Join(lines, "\n")))
+	}
+	it := graderRun(root, l, "lessons/15/grader")
+	if r := graderResult(root, l, it, events("")); !r.OK || !strings.Contains(r.Summary, fmt.Sprintf("a case for each of the %d broken checks", len(broken))) {
+		t.Fatalf("every case passed: %+v", r)
+	}
+	skip := broken[1].Name
+	if r := graderResult(root, l, it, events(skip)); r.OK || !strings.Contains(r.Summary, "no passing case for 1 of") || !strings.Contains(r.Summary, skip) {
+		t.Fatalf("no case for %s, yet: %+v", skip, r)
 	}
 }

@@ -30,7 +30,7 @@ func runKillset(root string, names []string, runs int, wheats bool, stdout, stde
 	}
 	var lessons []course.Lesson
 	for _, n := range names {
-		l, err := course.ParseExercise(n)
+		l, err := course.Find(root, n)
 		if err != nil {
 			fmt.Fprintf(stderr, "lab verify %s: %v\n", flag, err)
 			return 2
@@ -38,7 +38,12 @@ func runKillset(root string, names []string, runs int, wheats bool, stdout, stde
 		lessons = append(lessons, l)
 	}
 	if len(lessons) == 0 {
-		for _, l := range course.Lessons {
+		all, err := course.Load(root)
+		if err != nil {
+			fmt.Fprintf(stderr, "lab verify %s: %v\n", flag, err)
+			return 1
+		}
+		for _, l := range all {
 			if l.Method == report.Mutants {
 				lessons = append(lessons, l)
 			}
@@ -91,7 +96,7 @@ func runKillset(root string, names []string, runs int, wheats bool, stdout, stde
 		if wheats {
 			what = "rejected wheat's"
 		}
-		fmt.Fprintf(stdout, "%s: wrote %s (%.0f s); review each %s `review:` line, then go test ./kit/course/\n",
+		fmt.Fprintf(stdout, "%s: wrote %s (%.0f s); review each %s `review:` line, then go test ./lab/coursetest/\n",
 			l.Exercise(), file, time.Since(began).Seconds(), what)
 	}
 	return code

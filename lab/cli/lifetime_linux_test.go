@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/demo"
+	"quoteflowlab.dev/kit/demo"
 )
 
 // Everything lab demo starts ends when lab ends, however it ends: a
@@ -98,13 +98,14 @@ func TestLabDemoLeavesNothingBehind(t *testing.T) {
 			assertGone(t, kids, ports)
 			left, _ := filepath.Glob(filepath.Join(tmp, "lab-demo-*"))
 			if tc.name == "SIGKILL" {
-				// Killed outright, lab could not remove its scratch folder:
-				// the next run does.
-				if len(left) != 1 {
-					t.Fatalf("scratch folders after kill -9: %v, want the run's one", left)
+				// Killed outright, lab and its demo program (killed by
+				// its parent-death signal) could not remove their
+				// scratch folders: the next run does.
+				if len(left) != 2 {
+					t.Fatalf("scratch folders after kill -9: %v, want lab's and its demo program's", left)
 				}
-				if n := demo.RemoveLeftovers(tmp); n != 1 {
-					t.Errorf("the next run removed %d leftover scratch folders, want 1", n)
+				if n := demo.RemoveLeftovers(tmp); n != 2 {
+					t.Errorf("the next run removed %d leftover scratch folders, want 2", n)
 				}
 				left, _ = filepath.Glob(filepath.Join(tmp, "lab-demo-*"))
 			}
@@ -328,9 +329,9 @@ func listening(pids []int) []int {
 	return ports
 }
 
-// lab demo says so when the machine held it back: here lab is stopped
-// (SIGSTOP) three times 100 ms during a 1.5 s demo, as a machine too busy
-// to give it a CPU would, and its timer fires that late.
+// lab demo says so when the machine held it back: here the demo program
+// is stopped (SIGSTOP) three times 100 ms during a 1.5 s demo, as a machine
+// too busy to give it a CPU would, and its timer fires that late.
 func TestLabDemoSaysWhenTheMachineHeldItBack(t *testing.T) {
 	lab := exec.Command(labCommand(t), "demo", "0", "wait")
 	lab.Env = append(os.Environ(), runAsLab+"=1", "TMPDIR="+t.TempDir())
@@ -359,10 +360,14 @@ func TestLabDemoSaysWhenTheMachineHeldItBack(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("lab demo 0 wait did not start within 30 s")
 	}
+	prog := children(lab.Process.Pid)
+	if len(prog) != 1 {
+		t.Fatalf("lab runs %d processes, want its demo program alone", len(prog))
+	}
 	for range 3 { // p99: more than one late sample in a hundred
-		lab.Process.Signal(syscall.SIGSTOP)
+		syscall.Kill(prog[0], syscall.SIGSTOP)
 		time.Sleep(100 * time.Millisecond)
-		lab.Process.Signal(syscall.SIGCONT)
+		syscall.Kill(prog[0], syscall.SIGCONT)
 		time.Sleep(50 * time.Millisecond)
 	}
 	done := make(chan error, 1)

@@ -14,22 +14,26 @@ import (
 	"slices"
 	"time"
 
-	"quoteflowlab.dev/lab/internal/demo"
+	"quoteflowlab.dev/kit/demo"
 )
 
-// The lifetime tests run this test binary as lab (runAsLab), and in three
+// The lifetime tests run this test binary as lab (runAsLab), and in four
 // more parts, chosen in testRoles:
 //
-//   - started with --addr as its first argument, as lab demo starts a
+//   - started with --addr as its first argument, as a demo starts a
 //     QuoteFlow build, it is a stand-in for one: it listens on a free port,
 //     says so in QuoteFlow's words, and serves until killed;
-//   - as lab, it has one more demo, `lab demo 0 hold`: a redis-server (when
+//   - as lab, lesson 0 has a demo program: this test binary again, with
+//     demoRole set, whose demos are `lab demo 0 hold`: a redis-server (when
 //     there is one on PATH) and two QuoteFlow stand-ins, then "ready", then
-//     a line every 20 ms until it is stopped;
-//   - `lab demo 0 wait` says "started", waits 1.5 s and ends;
+//     a line every 20 ms until it is stopped; and `lab demo 0 wait`: it says
+//     "started", waits 1.5 s and ends;
 //   - with goRunRole set, it is go run's stand-in: it runs the rest of its
 //     command line as lab, in a child process, and passes no signal on.
-const goRunRole = "LAB_CLI_TEST_GO_RUN"
+const (
+	goRunRole = "LAB_CLI_TEST_GO_RUN"
+	demoRole  = "LAB_CLI_TEST_DEMO"
+)
 
 func testRoles() {
 	if len(os.Args) > 2 && os.Args[1] == "--addr" {
@@ -38,10 +42,19 @@ func testRoles() {
 	if os.Getenv(goRunRole) == "1" {
 		os.Exit(fakeGoRun(os.Args[1:]))
 	}
-	if len(demo.Find(0, "hold")) == 0 {
-		demo.All = append(demo.All,
-			demo.Demo{Lesson: 0, Name: "hold", Summary: "lifetime tests: start processes, then hold", Run: holdDemo},
-			demo.Demo{Lesson: 0, Name: "wait", Summary: "the busy-machine test: say started, wait 1.5 s", Run: waitDemo})
+	if os.Getenv(demoRole) == "1" {
+		demo.Main(0,
+			demo.Demo{Name: "hold", Summary: "lifetime tests: start processes, then hold", Run: holdDemo},
+			demo.Demo{Name: "wait", Summary: "the busy-machine test: say started, wait 1.5 s", Run: waitDemo})
+	}
+	lessons, build := demoLessons, buildDemo
+	demoLessons = func(root string) []int { return append([]int{0}, lessons(root)...) }
+	buildDemo = func(ctx context.Context, root string, lesson int) (demoProgram, error) {
+		if lesson != 0 {
+			return build(ctx, root, lesson)
+		}
+		exe, err := os.Executable()
+		return demoProgram{bin: exe, env: []string{demoRole + "=1"}}, err
 	}
 }
 

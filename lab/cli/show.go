@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,51 +29,46 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 2 {
 		return usageError(fs, stderr, "want an exercise and the name of one of its checks, like E14 no_retry")
 	}
-	lesson, err := course.ParseExercise(pos[0])
-	if err != nil {
-		return usageError(fs, stderr, "%v", err)
-	}
 	root, ok := findRoot("show", stderr)
 	if !ok {
 		return 1
 	}
-	vs, err := check.Load(root, lesson.Checks(), lesson.Exercise())
+	lesson, code, ok := findLesson(fs, root, pos[0], stderr)
+	if !ok {
+		return code
+	}
+	v, err := check.Find(root, lesson, check.All, pos[1])
+	var unknown *check.UnknownError
+	switch {
+	case errors.As(err, &unknown) && strings.HasPrefix(pos[1], "gen_"):
+		return showGenerated(root, lesson, pos[1], stdout, stderr)
+	case errors.As(err, &unknown):
+		return usageError(fs, stderr, "%s has no check %q (its checks: %s)", lesson.Exercise(), pos[1], strings.Join(unknown.Known, ", "))
+	case err != nil:
+		fmt.Fprintf(stderr, "lab show: %v\n", err)
+		return 1
+	}
+	edited, err := v.Apply(root)
 	if err != nil {
 		fmt.Fprintf(stderr, "lab show: %v\n", err)
 		return 1
 	}
-	if strings.HasPrefix(pos[1], "gen_") {
-		return showGenerated(root, lesson, pos[1], stdout, stderr)
+	orig, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(v.File)))
+	if err != nil {
+		fmt.Fprintf(stderr, "lab show: %v\n", err)
+		return 1
 	}
-	var names []string
-	for _, v := range vs {
-		if v.Name != pos[1] {
-			names = append(names, v.Name)
-			continue
-		}
-		edited, err := v.Apply(root)
-		if err != nil {
-			fmt.Fprintf(stderr, "lab show: %v\n", err)
-			return 1
-		}
-		orig, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(v.File)))
-		if err != nil {
-			fmt.Fprintf(stderr, "lab show: %v\n", err)
-			return 1
-		}
-		required := ""
-		if v.Required {
-			required = ", required"
-		}
-		fmt.Fprintf(stdout, "%s %s (%s%s): %s\n", lesson.Exercise(), v.Name, v.Kind, required, msg.Pick(v.Story, v.StoryZh))
-		if v.Expect != "" {
-			fmt.Fprintf(stdout, "the grader must reject it for: %s\n", v.Expect)
-		}
-		fmt.Fprintf(stdout, "defined in %s\n\n", filepath.ToSlash(strings.TrimPrefix(v.Def, root+string(filepath.Separator))))
-		stdout.Write(diff.Diff("a/"+v.File, orig, "b/"+v.File, edited))
-		return 0
+	required := ""
+	if v.Required {
+		required = ", required"
 	}
-	return usageError(fs, stderr, "%s has no check %q (its checks: %s)", lesson.Exercise(), pos[1], strings.Join(names, ", "))
+	fmt.Fprintf(stdout, "%s %s (%s%s): %s\n", lesson.Exercise(), v.Name, v.Kind, required, msg.Pick(v.Story, v.StoryZh))
+	if v.Expect != "" {
+		fmt.Fprintf(stdout, "the grader must reject it for: %s\n", v.Expect)
+	}
+	fmt.Fprintf(stdout, "defined in %s\n\n", filepath.ToSlash(strings.TrimPrefix(v.Def, root+string(filepath.Separator))))
+	stdout.Write(diff.Diff("a/"+v.File, orig, "b/"+v.File, edited))
+	return 0
 }
 
 // showGenerated shows a generated mutant or wheat: what the kill-set (or

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"quoteflowlab.dev/kit/check"
 	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/grade"
 	"quoteflowlab.dev/kit/report"
 	"quoteflowlab.dev/kit/runner"
 )
@@ -35,9 +35,6 @@ type verifyItem struct {
 	args  []string
 	match func(pkg, test string) bool
 	want  int // scripts: how many must have passed (0: any number > 0)
-	// parent, when set, is the test whose subtests are the item's cases
-	// (default TestScripts/: one script each).
-	parent string
 	// run, when set, is the item's own work instead of a go test run.
 	run func(ctx context.Context) itemResult
 }
@@ -100,16 +97,20 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	if *killset || *wheats {
 		return runKillset(root, filters, *runs, *wheats, stdout, stderr)
 	}
-	items := verifyItems(root)
+	lessons, ok := loadLessons("verify", root, stderr)
+	if !ok {
+		return 1
+	}
+	items := verifyItems(root, lessons)
 	if *docs {
-		items = docsItems(root)
+		items = docsItems(root, lessons)
 		if len(items) == 0 {
 			fmt.Fprintln(stderr, "lab verify --docs: no page has a <!-- figures: lab demo ... --> marker")
 			return 1
 		}
 	}
 	if *deep {
-		items = append(items, deepItems(root)...)
+		items = append(items, deepItems(root, lessons)...)
 	}
 	if len(filters) > 0 {
 		items = slices.DeleteFunc(items, func(it verifyItem) bool {
@@ -282,7 +283,7 @@ type scriptGroup struct {
 // verifyItems discovers what there is to verify, in the order a reader
 // expects: checkpoints, exercises (answer, starter, mutants or grader),
 // provider, the lab command.
-func verifyItems(root string) []verifyItem {
+func verifyItems(root string, lessons []course.Lesson) []verifyItem {
 	var items []verifyItem
 	for _, n := range checkpointNumbers(root) {
 		dir := filepath.Join(root, "checkpoints", n)
@@ -314,18 +315,18 @@ func verifyItems(root string) []verifyItem {
 		}
 	}
 	prefixed := func(p string) func(string) bool { return func(s string) bool { return strings.HasPrefix(s, p) } }
-	for _, l := range course.Lessons {
+	for _, l := range lessons {
 		p := strings.ToLower(l.Exercise()) + "_"
-		items = append(items, scriptRun(l.Exercise()+": "+graderFor(l.Method).Proves()+" (scripts "+p+"*)", prefixed(p)))
-		if l.Method == report.Measured {
-			items = append(items, variantsRun(root, l))
+		g := graderFor(root, l)
+		items = append(items, scriptRun(l.Exercise()+": "+g.Proves()+" (scripts "+p+"*)", prefixed(p)))
+		if own, ok := g.(*grade.Program); ok {
+			items = append(items, graderRun(root, l, own.Dir))
 		}
 	}
 	items = append(items,
 		verifyItem{
 			name: "course: every lesson complete, every check's edit applies (go test ./lab/...)",
-			// The broken variants are an item of their own (variantsRun).
-			dir: root, env: "GOWORK=off", args: []string{"-skip", "^TestGraderRejectsEveryBrokenVariant$", "./lab/..."},
+			dir:  root, env: "GOWORK=off", args: []string{"./lab/..."},
 			match: func(string, string) bool { return true },
 		},
 		verifyItem{
@@ -344,27 +345,53 @@ func verifyItems(root string) []verifyItem {
 	return items
 }
 
-// variantsRun is the item that proves the grader of a measured exercise
-// rejects each broken variant for its property: one case per variant of
-// TestGraderRejectsEveryBrokenVariant.
-func variantsRun(root string, l course.Lesson) verifyItem {
-	const test = "TestGraderRejectsEveryBrokenVariant"
-	n := 0
-	if vs, err := check.Load(root, l.Checks(), l.Exercise()); err == nil {
-		for _, v := range vs {
-			if v.Kind == report.Broken {
-				n++
-			}
+// graderRun is the item that runs the tests of a lesson's own grader (its
+// folder dir): they must pass, and among them, for each broken check of
+// the lesson, a case named after it, which grades the reference with that
+// check swapped in and sees it rejected for its property.
+func graderRun(root string, l course.Lesson, dir string) verifyItem {
+	pkgs := "./" + dir + "/..."
+	it := verifyItem{
+		name: l.Exercise() + ": the grader's own tests; it rejects every broken check for its property (go test " + pkgs + ", a case per " + l.Checks() + "/*.txtar of kind broken)",
+		dir:  root, env: "GOWORK=off", args: []string{pkgs},
+		match: func(string, string) bool { return true },
+	}
+	it.run = func(ctx context.Context) itemResult {
+		return graderResult(root, l, it, goTestJSON(ctx, root, it.env, it.args...))
+	}
+	return it
+}
+
+// graderResult is graderRun's item read out of its go test run.
+func graderResult(root string, l course.Lesson, it verifyItem, run *testRun) itemResult {
+	r := run.item(it)
+	broken, err := check.Of(root, l, check.Tools, "")
+	if err != nil || len(broken) == 0 {
+		return itemResult{Summary: fmt.Sprintf("no broken checks in %s (%v)", l.Checks(), err)}
+	}
+	var missing []string
+	for _, b := range broken {
+		if !run.passedCase(b.Name) {
+			missing = append(missing, b.Name)
 		}
 	}
-	return verifyItem{
-		name: l.Exercise() + ": the grader rejects every broken variant for its property (" + test + ", one case per " + l.Checks() + "/*.txtar of kind broken)",
-		dir:  root, env: "GOWORK=off",
-		args:   []string{"-run", "^" + test + "$", "./lab/internal/grade/measured/"},
-		match:  func(_, t string) bool { return strings.HasPrefix(t, test+"/") },
-		parent: test + "/",
-		want:   max(n, 1),
+	if r.OK && len(missing) > 0 {
+		r.OK = false
+		r.Summary = fmt.Sprintf("no passing case for %d of %d broken checks: %s", len(missing), len(broken), strings.Join(missing, ", "))
+	} else if r.OK {
+		r.Summary += fmt.Sprintf(", with a case for each of the %d broken checks", len(broken))
 	}
+	return r
+}
+
+// passedCase reports whether a subtest called name passed.
+func (run *testRun) passedCase(name string) bool {
+	for _, t := range run.tests {
+		if strings.HasSuffix(t.test, "/"+name) && t.action == "pass" {
+			return true
+		}
+	}
+	return false
 }
 
 // scriptNames lists the testscripts, without .txtar.
@@ -455,8 +482,7 @@ func (run *testRun) item(it verifyItem) itemResult {
 			}
 			continue
 		}
-		parent := cmp.Or(it.parent, "TestScripts/")
-		top := !strings.Contains(strings.TrimPrefix(t.test, parent), "/")
+		top := !strings.Contains(strings.TrimPrefix(t.test, "TestScripts/"), "/")
 		if !top {
 			continue
 		}
@@ -491,13 +517,9 @@ func (run *testRun) item(it verifyItem) itemResult {
 		if it.want > 0 {
 			names := make([]string, len(passed))
 			for i, p := range passed {
-				names[i] = strings.TrimPrefix(p, cmp.Or(it.parent, "TestScripts/"))
+				names[i] = strings.TrimPrefix(p, "TestScripts/")
 			}
-			what := "scripts"
-			if it.parent != "" {
-				what = "cases"
-			}
-			r.Summary = fmt.Sprintf("%d %s passed: %s", len(passed), what, strings.Join(names, ", "))
+			r.Summary = fmt.Sprintf("%d scripts passed: %s", len(passed), strings.Join(names, ", "))
 		}
 		if run.cached > 0 {
 			r.Notes = append(r.Notes, "some results are cached: unchanged since they last passed (--no-cache reruns)")

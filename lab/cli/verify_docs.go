@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/demo"
 	"quoteflowlab.dev/kit/machine"
 	"quoteflowlab.dev/kit/report"
-	"quoteflowlab.dev/lab/internal/demo"
 )
 
 // docsItems check the lesson pages' figures against fresh runs: one item
@@ -20,9 +21,9 @@ import (
 // figure its markers name, within the tolerance written beside it, on the
 // English page and on its Chinese twin (README.zh-CN.md) alike: the twin
 // shows the same demo's output, and one run checks both.
-func docsItems(root string) []verifyItem {
+func docsItems(root string, lessons []course.Lesson) []verifyItem {
 	var items []verifyItem
-	for _, l := range course.Lessons {
+	for _, l := range lessons {
 		var markers []demo.Marker
 		var bad []verifyItem
 		for _, p := range l.Pages() {
@@ -67,11 +68,19 @@ func docsItems(root string) []verifyItem {
 }
 
 func checkDemoFigures(ctx context.Context, root string, ms []demo.Marker) itemResult {
-	ds := demo.Find(ms[0].Lesson, ms[0].Name)
-	if len(ds) != 1 {
-		return itemResult{Summary: fmt.Sprintf("%s:%d: there is no lab demo %d %s", ms[0].Page, ms[0].Line, ms[0].Lesson, ms[0].Name)}
+	lesson, name := ms[0].Lesson, ms[0].Name
+	found := false
+	if slices.Contains(demoLessons(root), lesson) {
+		ds, err := listDemos(ctx, root, lesson)
+		if err != nil {
+			return itemResult{Summary: fmt.Sprintf("lab demo %d: %v", lesson, err)}
+		}
+		found = slices.ContainsFunc(ds, func(d demo.Demo) bool { return d.Name == name })
 	}
-	run := func() (itemResult, bool, report.Machine) { return runDemoFigures(ctx, root, ds[0], ms) }
+	if !found {
+		return itemResult{Summary: fmt.Sprintf("%s:%d: there is no lab demo %d %s", ms[0].Page, ms[0].Line, lesson, name)}
+	}
+	run := func() (itemResult, bool, report.Machine) { return runDemoFigures(ctx, root, lesson, name, ms) }
 	return decideFigures(ctx, run, func() { waitQuieter(ctx, quietWait) })
 }
 
@@ -97,7 +106,7 @@ func decideFigures(ctx context.Context, run func() (res itemResult, drifted bool
 		second.Detail = "the first run:\n" + first.Detail
 	case drifted && m.Busy:
 		second.Inconclusive = true
-		second.Summary = fmt.Sprintf("inconclusive: %s in two runs, the second while the machine was busy (%s): run it again when the machine is quieter", second.Summary, describeDemo(m))
+		second.Summary = fmt.Sprintf("inconclusive: %s in two runs, the second while the machine was busy (%s): run it again when the machine is quieter", second.Summary, demo.Describe(m))
 	default:
 		second.Summary += ", in two runs"
 	}
@@ -129,16 +138,16 @@ func waitQuieter(ctx context.Context, max time.Duration) {
 // runDemoFigures runs the demo once and compares the figures ms name;
 // drifted is true when it ran and a figure was off the page; m is how busy
 // the machine was while it ran.
-func runDemoFigures(ctx context.Context, root string, d demo.Demo, ms []demo.Marker) (res itemResult, drifted bool, m report.Machine) {
+func runDemoFigures(ctx context.Context, root string, lesson int, name string, ms []demo.Marker) (res itemResult, drifted bool, m report.Machine) {
 	var out, log bytes.Buffer
-	m, err := Demo(ctx, root, d, &out, &log)
+	m, err := Demo(ctx, root, lesson, name, &out, &log)
 	if err != nil {
 		return itemResult{Summary: "the demo failed: " + err.Error(), Detail: log.String()}, false, m
 	}
 	var bad []string
 	n := 0
 	for _, mk := range ms {
-		n += len(mk.Checks)
+		n += len(mk.Figures)
 		for _, b := range mk.Compare(out.String()) {
 			bad = append(bad, fmt.Sprintf("%s:%d: %s", mk.Page, mk.Line, b))
 		}

@@ -4,14 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"slices"
-	"strings"
 
+	"quoteflowlab.dev/kit/api"
 	"quoteflowlab.dev/lab/internal/waterfall"
 	"quoteflowlab.dev/provider"
 )
@@ -56,19 +56,18 @@ func runWaterfall(args []string, stdout, stderr io.Writer) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
 	defer cancel()
-	endpoint := strings.TrimSuffix(*base, "/") + "/stats/requests?id=" + url.QueryEscape(*id)
-	body, status, err := controlFetch(ctx, http.MethodGet, endpoint)
-	if err != nil {
+	rs, err := api.RequestLog(ctx, nil, *base, *id)
+	var status *api.StatusError
+	var body *api.BodyError
+	switch {
+	case errors.As(err, &status):
+		fmt.Fprintf(stderr, "lab waterfall: %s answered %d: %s\n", status.URL, status.Code, bytes.TrimSpace(status.Body))
+		return 1
+	case errors.As(err, &body):
+		fmt.Fprintf(stderr, "lab waterfall: %v\n", body)
+		return 1
+	case err != nil:
 		fmt.Fprintf(stderr, "lab waterfall: %s\n", controlUnreachable(*base, err))
-		return 1
-	}
-	if status != http.StatusOK {
-		fmt.Fprintf(stderr, "lab waterfall: %s answered %d: %s\n", endpoint, status, bytes.TrimSpace(body))
-		return 1
-	}
-	var rs provider.RequestStats
-	if err := json.Unmarshal(body, &rs); err != nil {
-		fmt.Fprintf(stderr, "lab waterfall: %s answered something that is not a request log: %v\n", endpoint, err)
 		return 1
 	}
 	if len(rs.Log.Atlas)+len(rs.Log.Boreal)+len(rs.Log.Cedar) == 0 {
@@ -111,12 +110,7 @@ func pickLine(file, base string, status int, stderr io.Writer) (string, int) {
 		fmt.Fprintf(stderr, "lab waterfall: %v\n", err)
 		return "", 1
 	}
-	var b struct {
-		Items []struct {
-			Index     int    `json:"index"`
-			RequestID string `json:"request_id"`
-		} `json:"items"`
-	}
+	var b api.Answer
 	if err := json.Unmarshal(data, &b); err != nil || len(b.Items) == 0 {
 		fmt.Fprintf(stderr, "lab waterfall: %s is not a basket answer with lines (save one with curl ... > FILE)\n", file)
 		return "", 1
@@ -126,15 +120,16 @@ func pickLine(file, base string, status int, stderr io.Writer) (string, int) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
-		body, code, err := controlFetch(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/stats/requests?id="+url.QueryEscape(it.RequestID))
+		rs, err := api.RequestLog(ctx, nil, base, it.RequestID)
 		cancel()
+		var refused *api.StatusError
+		var odd *api.BodyError
+		if errors.As(err, &refused) || errors.As(err, &odd) {
+			continue
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "lab waterfall: %s\n", controlUnreachable(base, err))
 			return "", 1
-		}
-		var rs provider.RequestStats
-		if code != http.StatusOK || json.Unmarshal(body, &rs) != nil {
-			continue
 		}
 		for _, a := range slices.Concat(rs.Log.Atlas, rs.Log.Boreal, rs.Log.Cedar) {
 			if a.Status == status {

@@ -32,7 +32,7 @@ import (
 func runWeak(root string, names []string, parallel, sample int, seed uint64, stdout, stderr io.Writer) int {
 	var lessons []course.Lesson
 	for _, n := range names {
-		l, err := course.ParseExercise(n)
+		l, err := course.Find(root, n)
 		if err != nil {
 			fmt.Fprintf(stderr, "lab verify --weak: %v\n", err)
 			return 2
@@ -44,7 +44,12 @@ func runWeak(root string, names []string, parallel, sample int, seed uint64, std
 		lessons = append(lessons, l)
 	}
 	if len(lessons) == 0 {
-		for _, l := range course.Lessons {
+		all, err := course.Load(root)
+		if err != nil {
+			fmt.Fprintf(stderr, "lab verify --weak: %v\n", err)
+			return 1
+		}
+		for _, l := range all {
 			if l.Method == report.Mutants {
 				lessons = append(lessons, l)
 			}

@@ -10,7 +10,6 @@ import (
 	"quoteflowlab.dev/kit/check"
 	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/kit/report"
-	"quoteflowlab.dev/lab/internal/grade/measured"
 )
 
 // Adding a lesson touches several places; this test says which one was
@@ -23,7 +22,7 @@ func TestEveryLessonIsComplete(t *testing.T) {
 	root := repoRoot(t)
 	readme := read(t, root, "README.md")
 	gomod := read(t, root, "go.mod")
-	for _, l := range course.Lessons {
+	for _, l := range lessons(t, root) {
 		t.Run(l.Exercise(), func(t *testing.T) {
 			for what, p := range map[string]string{
 				"lesson page": l.Page(), "checkpoint": l.Checkpoint() + "/go.mod", "hint": l.Hint(),
@@ -52,12 +51,15 @@ func TestEveryLessonIsComplete(t *testing.T) {
 				if required < 2 {
 					t.Errorf("%s: %d required mutants in %s; a lesson needs at least 2", l.Exercise(), required, l.Checks())
 				}
+				if exists(root, l.Dir()+"/grader") {
+					t.Errorf("%s: graded with mutants, yet it has a grader of its own (%s/grader), which lab check would run instead", l.Exercise(), l.Dir())
+				}
 			case report.Measured:
 				if required < 2 {
 					t.Errorf("%s: %d broken variants in %s; the grader must be proven against at least 2", l.Exercise(), required, l.Checks())
 				}
-				if !measured.IsRequiredProperty("build_call") {
-					t.Errorf("%s: the grader has no required properties", l.Exercise())
+				if !hasGo(root, l.Dir()+"/grader") {
+					t.Errorf("%s: a measured lesson brings its own grader, a main package in %s/grader: there is none", l.Exercise(), l.Dir())
 				}
 			default:
 				t.Errorf("%s: unknown grading method %q", l.Exercise(), l.Method)
@@ -86,7 +88,7 @@ func TestEveryLessonIsComplete(t *testing.T) {
 // `go test ./...`, before any student meets it.
 func TestEveryCheckApplies(t *testing.T) {
 	root := repoRoot(t)
-	for _, l := range course.Lessons {
+	for _, l := range lessons(t, root) {
 		checks, err := check.Load(root, l.Checks(), l.Exercise())
 		if err != nil {
 			t.Fatal(err)
@@ -126,6 +128,16 @@ func repoRoot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return root
+}
+
+// lessons are the course's lessons under root.
+func lessons(t *testing.T, root string) []course.Lesson {
+	t.Helper()
+	ls, err := course.Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ls
 }
 
 func read(t *testing.T, root, p string) string {

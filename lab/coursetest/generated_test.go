@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/kit/report"
 	"quoteflowlab.dev/lab/internal/mutagen"
 	"quoteflowlab.dev/lab/internal/mutation"
@@ -31,7 +30,7 @@ import (
 // CONTRIBUTING.md ("Generated mutants") says how to review and map them.
 func TestGeneratedMutantsAreCurrentAndReviewed(t *testing.T) {
 	root := repoRoot(t)
-	for _, l := range course.Lessons {
+	for _, l := range lessons(t, root) {
 		if l.Method != report.Mutants {
 			continue
 		}
@@ -109,7 +108,7 @@ func joinKinds() string {
 // contract promises>`), or when a recorded wheat is no longer generated.
 func TestGeneratedWheatsAreCurrentAndReviewed(t *testing.T) {
 	root := repoRoot(t)
-	for _, l := range course.Lessons {
+	for _, l := range lessons(t, root) {
 		if l.Method != report.Mutants {
 			continue
 		}

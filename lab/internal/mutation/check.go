@@ -60,45 +60,37 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 		Properties:    []report.Prop{},
 		Repeat:        o.Repeat,
 	}
-	mon := o.Monitor
-	if mon == nil {
-		mon = machine.Start()
-	}
-	defer func() {
-		m := mon.Stop()
-		m.MaxStarved = r.MaxStarved()
-		r.Machine = &m
-		r.ElapsedMS = time.Since(start).Milliseconds()
-	}()
-
-	all, err := check.Load(o.Root, l.Checks(), l.Exercise())
-	if err != nil {
-		r.Verdict, r.Summary = report.Failed, msg.T("mut.no_defs", err)
-		return r
-	}
-	vs := slices.DeleteFunc(all, func(v check.Check) bool {
-		return v.Kind == report.Broken || o.Only != "" && v.Name != o.Only
-	})
-	vs, handWritten := withGenerated(&r, o, vs)
-	for _, v := range vs {
-		r.Properties = append(r.Properties, newProp(v))
-	}
-
-	guard, err := grade.NewGuard(o.Root, o.AnswerDir(), o.CacheDir)
-	if err != nil {
-		r.Verdict, r.Summary = report.Failed, msg.T("mut.no_course", err)
-		return r
-	}
 	// A key of its own for every check: the values that select each build
 	// are derived from it, and with a key kept from check to check they were
 	// too: an answer that logged the value it ran with under `--only NAME`
 	// (which says which build ran) learned the checkpoint's value and
 	// passed every later check by behaving well on that value alone. A
 	// fresh key costs the schema's packages a compile each check (E14's full
-	// check 3.1 → 3.75 s here) and the build shelf its hits.
+	// check 3.1 → 3.75 s here).
 	grade.TakeKey(o.CacheDir, grade.SchemataKey) // a key an older lab left: gone from the disk
-	c := &checker{o: o, mon: mon, r: &r, key: grade.NewKey(), guard: guard}
-	c.shelf = grade.Shelf(o.Root, c.key)
+	s, err := grade.Open(o, grade.Keep{})
+	if err != nil {
+		r.Verdict, r.Summary = report.Failed, msg.T("mut.no_course", err)
+		r.ElapsedMS = time.Since(start).Milliseconds()
+		return r
+	}
+	defer func() {
+		m := s.Close()
+		m.MaxStarved = s.MaxStarved()
+		r.Machine = &m
+		r.ElapsedMS = time.Since(start).Milliseconds()
+	}()
+
+	vs, err := check.Of(o.Root, l, check.Builds, o.Only)
+	if err != nil {
+		r.Verdict, r.Summary = report.Failed, msg.T("mut.no_defs", err)
+		return r
+	}
+	vs, handWritten := withGenerated(&r, o, vs)
+	for _, v := range vs {
+		r.Properties = append(r.Properties, newProp(v))
+	}
+	c := &checker{o: o, s: s, r: &r}
 	if l.Redis {
 		// A redis-server per run: the first ones start while the answer
 		// builds.
@@ -171,20 +163,14 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 
 // checker is one check in progress.
 type checker struct {
-	o   grade.Request
-	mon grade.Monitor
-	key []byte // the schema selectors' key: in memory only while answers run
-	// shelf builds, skipping the go command for a binary whose inputs did
-	// not change since it was built (its stamps are keyed by key).
-	shelf *runner.Shelf
-	// guard restores the course after every run; tampered
-	// names what an answer changed there.
-	guard         *grade.Guard
-	tampered      []string
-	left          grade.LeftBehind // processes the runs left running
+	o grade.Request
+	// s is the check's session: its key (in memory only while answers run)
+	// keys the schema's selectors; its guard puts
+	// the course back after every run.
+	s             *grade.Session
 	selfBusyNoted bool
 	r             *report.Report
-	mu            sync.Mutex // guards r's notes and machine figures while runs go at once
+	mu            sync.Mutex // guards r's notes while runs go at once
 	// redis gives each run a redis-server of its own (lessons with Redis),
 	// nil without; set before the first run (redisUp closed), then read only.
 	redis   *redisPool
@@ -228,7 +214,7 @@ func (c *checker) prepare(ctx context.Context, vs []check.Check) (*builds, error
 
 	var separate []schemata.Separate
 	if !o.Separate && len(vs) > 0 {
-		b.schema, separate, err = schemata.Generate(o.Root, filepath.Join(b.dir, "schema"), vs, c.key)
+		b.schema, separate, err = schemata.Generate(o.Root, filepath.Join(b.dir, "schema"), vs, c.s.Key)
 		if err != nil {
 			return nil, err // a stale edit: the course's bug, said plainly
 		}
@@ -245,7 +231,7 @@ func (c *checker) prepare(ctx context.Context, vs []check.Check) (*builds, error
 		return nil, err
 	}
 	defer b.clean() // what the build read says which selector is which
-	b.mainRes = c.shelf.Build(ctx, o.Root, overlay, b.main, b.pkg)
+	b.mainRes = runner.Build(ctx, o.Root, overlay, b.main, b.pkg)
 	what := "the answer with the mutant schema (the checkpoint, every mutant and wheat)"
 	if b.schema == nil {
 		what = "the answer on the checkpoint"
@@ -259,7 +245,7 @@ func (c *checker) prepare(ctx context.Context, vs []check.Check) (*builds, error
 		if err != nil {
 			return nil, err
 		}
-		res := c.shelf.Build(ctx, o.Root, plain, b.main, b.pkg)
+		res := runner.Build(ctx, o.Root, plain, b.main, b.pkg)
 		c.built("the answer on the plain checkpoint (the schema did not build)", res)
 		if res.OK() {
 			c.note(msg.T("mut.schema_failed") + "\n" + report.Shorten(buildOutput(b.mainRes), 600))
@@ -434,7 +420,7 @@ func (c *checker) secondRound(ctx context.Context, b *builds, vs []check.Check, 
 	if why == nil || ctx.Err() != nil {
 		return ref
 	}
-	c.note(msg.T("mut.second_round", describe(c.mon.Since(0), *why)))
+	c.note(msg.T("mut.second_round", describe(c.s.Monitor.Since(0), *why)))
 	type build struct {
 		i        int // index in vs; -1: the correct checkpoint
 		bin, env string
@@ -483,7 +469,7 @@ func (c *checker) settle(first, last judged, wantPass bool, what string) judged 
 	if !last.look || !wantPass {
 		return last
 	}
-	m := c.mon.Since(0)
+	m := c.s.Monitor.Since(0)
 	switch {
 	case first.look && sameFailure(first.last, last.last):
 		c.note(msg.T("mut.settle_same", what, describe(m, last.last)))
@@ -522,12 +508,8 @@ func (c *checker) step(kind, what string, d time.Duration) {
 	c.r.Timings.Add(kind, what, d.Milliseconds())
 }
 
-// built records a build's time, and that it was up to date when the shelf
-// did not start the go command.
+// built records a build's time.
 func (c *checker) built(what string, res runner.Result) {
-	if res.UpToDate {
-		what += ": up to date (nothing it reads changed since it was built; go build not run)"
-	}
 	c.step("build", what, res.Elapsed)
 }
 
@@ -566,7 +548,7 @@ func (c *checker) buildOwn(ctx context.Context, b *builds, vs []check.Check) {
 				results <- built{v.Name, "", err.Error()}
 				return
 			}
-			res := c.shelf.Build(ctx, c.o.Root, ovFile, bin, b.pkg)
+			res := runner.Build(ctx, c.o.Root, ovFile, bin, b.pkg)
 			c.built("the answer on "+string(v.Kind)+" "+v.Name+" (a build of its own)", res)
 			if !res.OK() {
 				results <- built{v.Name, "", buildOutput(res)}
@@ -593,7 +575,7 @@ func (c *checker) buildOwn(ctx context.Context, b *builds, vs []check.Check) {
 // neutral is a name for a variant's files that says nothing of it: a
 // keyed hash, the key held in memory while answers run.
 func (c *checker) neutral(name string) string {
-	m := hmac.New(sha256.New, c.key)
+	m := hmac.New(sha256.New, c.s.Key)
 	m.Write([]byte("\x00file\x00" + name))
 	return "b" + hex.EncodeToString(m.Sum(nil))[:12]
 }
@@ -674,7 +656,7 @@ func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass boo
 // answer's own threads waited for a CPU (Starved, Linux), or the lab's own
 // timer fired late.
 func (c *checker) run(ctx context.Context, what, bin, env string) (runner.Result, bool) {
-	mark := c.mon.Mark()
+	mark := c.s.Monitor.Mark()
 	scratch, exe, err := c.scratch(bin)
 	if err != nil {
 		return runner.Result{ExitCode: -1, Err: err}, false
@@ -689,21 +671,10 @@ func (c *checker) run(ctx context.Context, what, bin, env string) (runner.Result
 	if db != "" {
 		cmd.Env = append(cmd.Env, db)
 	}
-	res := runner.Run(ctx, cmd)
+	res := c.s.Run(ctx, cmd)
 	c.step("run", what, res.Elapsed)
-	changed := c.guard.Restore()
-	c.mu.Lock()
-	if res.Starved > c.r.MaxStarved() {
-		c.r.SetMaxStarved(res.Starved)
-	}
-	for _, f := range changed {
-		if !slices.Contains(c.tampered, f) {
-			c.tampered = append(c.tampered, f)
-		}
-	}
-	c.left.Add(res)
-	c.mu.Unlock()
-	busy := c.mon.Since(mark).Busy || c.mon.HeldBack(res.Starved, res.Elapsed)
+	c.s.Restore()
+	busy := c.s.Monitor.Since(mark).Busy || c.s.Monitor.HeldBack(res.Starved, res.Elapsed)
 	if busy && selfBusy(res) {
 		// Judged from outside the answer: it was the one keeping the CPUs busy.
 		busy = false
@@ -857,10 +828,7 @@ func (c *checker) decide() {
 		bonusNote = msg.T("mut.bonus_note", bonusOK, bonus)
 	}
 	switch {
-	case len(c.tampered) > 0:
-		r.Verdict = report.Failed
-		r.Summary = c.guard.Tampered(msg.T("who.answer"), c.tampered)
-		r.Next = msg.T("mut.next_tampered", again)
+	case c.s.Tampered(r, msg.T("who.answer"), msg.T("mut.next_tampered", again)):
 	case ref.Status == report.BuildFailed:
 		r.Verdict, r.Summary = report.Failed, msg.T("mut.no_compile")
 		r.Next = msg.T("mut.next_fix", again)
@@ -888,9 +856,9 @@ func (c *checker) decide() {
 			run = o.Answer
 		}
 		r.Next = msg.T("mut.next_run", run, again)
-	case c.left.Processes > 0:
+	case c.s.Left.Processes > 0:
 		r.Verdict = report.Failed
-		r.Summary = c.left.Summary(msg.T("who.answer"))
+		r.Summary = c.s.Left.Summary(msg.T("who.answer"))
 		r.Next = msg.T("check.left_next", again)
 	case len(missed) > 0 || len(wheatFails) > 0 || len(genMissed) > 0:
 		r.Verdict = report.Failed
@@ -932,7 +900,7 @@ func (c *checker) decide() {
 			r.Summary = msg.T("mut.passed_no_mutants", cp, r.Exercise)
 		}
 	}
-	if left := c.left.Summary(msg.T("who.answer")); c.left.Processes > 0 && r.Summary != left {
+	if left := c.s.Left.Summary(msg.T("who.answer")); c.s.Left.Processes > 0 && r.Summary != left {
 		r.Notes = append(r.Notes, left)
 	}
 	r.OK = r.Verdict == report.Passed

@@ -36,16 +36,11 @@ func (g *Grader) Accept(req grade.Request) error {
 		return err
 	}
 	if req.Only != "" {
-		vs, err := check.Load(req.Root, l.Checks(), l.Exercise())
+		vs, err := check.Of(req.Root, l, check.Builds, "")
 		if err != nil {
 			return err
 		}
-		var names []string
-		for _, v := range vs {
-			if v.Kind != report.Broken {
-				names = append(names, v.Name)
-			}
-		}
+		names := check.Names(vs)
 		generated := false
 		if gen, err := Generated(req.Root, l); err == nil {
 			generated = slices.ContainsFunc(gen, func(v check.Check) bool { return v.Name == req.Only })

@@ -15,7 +15,6 @@ import (
 
 	"quoteflowlab.dev/kit/check"
 	"quoteflowlab.dev/kit/grade"
-	"quoteflowlab.dev/kit/machine"
 	"quoteflowlab.dev/kit/report"
 	"quoteflowlab.dev/kit/runner"
 	"quoteflowlab.dev/lab/internal/mutagen"
@@ -130,18 +129,12 @@ func runSet(ctx context.Context, o grade.Request, ms []mutagen.Mutant, runs int,
 	l := o.Lesson
 	var err error
 	r := report.Report{Exercise: l.Exercise(), Method: report.Mutants}
-	mon := o.Monitor
-	if mon == nil {
-		mon = machine.Start()
-	}
-	defer mon.Stop()
-	guard, err := grade.NewGuard(o.Root, o.AnswerDir(), o.CacheDir)
+	s, err := grade.Open(o, grade.Keep{Dir: o.CacheDir, Name: grade.SchemataKey})
 	if err != nil {
 		return nil, err
 	}
-	c := &checker{o: o, mon: mon, r: &r, key: grade.TakeKey(o.CacheDir, grade.SchemataKey), guard: guard}
-	defer grade.PutKey(o.CacheDir, grade.SchemataKey, c.key)
-	c.shelf = grade.Shelf(o.Root, c.key)
+	defer s.Close()
+	c := &checker{o: o, s: s, r: &r}
 	if l.Redis {
 		c.redisUp = make(chan struct{})
 		if c.redis, err = startRedis(ctx, filepath.Join(o.CacheDir, "redis"), (len(ms)+1)*runs); err != nil {
@@ -236,8 +229,8 @@ func runSet(ctx context.Context, o grade.Request, ms []mutagen.Mutant, runs int,
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if len(c.tampered) > 0 {
-		return nil, errors.New(c.guard.Tampered("the reference answer", c.tampered))
+	if changed := s.Changed(); len(changed) > 0 {
+		return nil, errors.New(s.Guard.Tampered("the reference answer", changed))
 	}
 	return outs, nil
 }

@@ -3,17 +3,10 @@ package mutation
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
-	"time"
 
-	"quoteflowlab.dev/kit/redisinfo"
-	"quoteflowlab.dev/kit/runner"
+	"quoteflowlab.dev/kit/redisserver"
 )
 
 // RedisEnv is the variable that gives a run of the answer a redis-server
@@ -21,9 +14,6 @@ import (
 // that run and kills when the run ends. An answer may use it instead of
 // starting a server of its own; one that starts its own still works.
 const RedisEnv = "LAB_REDIS_URL"
-
-// redisStartWait caps how long redis-server may take to answer PING.
-const redisStartWait = 10 * time.Second
 
 // redisPool gives every run of a check a redis-server of its own: no other
 // run can SELECT its databases, list its keys (INFO keyspace, DBSIZE,
@@ -85,22 +75,11 @@ func startRedis(ctx context.Context, dir string, expected int) (*redisPool, erro
 
 // start starts one server; p.servers counts it already.
 func (p *redisPool) start(ctx context.Context) (*redisServer, error) {
-	for range 5 { // another program may take the free port before redis-server binds it
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		s, err := startRedisOn(ctx, p.bin, p.dir, port)
-		if err == nil {
-			kill := s.stop
-			s.stop = func() { go func() { kill(); p.servers.Done() }() }
-			return s, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
+	srv, err := redisserver.Start(ctx, redisserver.Config{Bin: p.bin, Dir: p.dir, Confined: true})
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("redis-server would not start on a free loopback port")
+	return &redisServer{addr: srv.Addr, stop: func() { go func() { srv.Stop(); p.servers.Done() }() }}, nil
 }
 
 // refill starts one server in the background for a run to come, if the
@@ -148,7 +127,7 @@ func (p *redisPool) forRun(ctx context.Context) (env string, done func()) {
 		p.refill(false)
 	default:
 		p.refill(true)
-		wait, cancel := context.WithTimeout(ctx, redisStartWait)
+		wait, cancel := context.WithTimeout(ctx, redisserver.StartWait)
 		defer cancel()
 		select {
 		case s = <-p.ready:
@@ -178,74 +157,4 @@ func (p *redisPool) close() {
 		break
 	}
 	p.servers.Wait()
-}
-
-func startRedisOn(ctx context.Context, bin, dir string, port int) (*redisServer, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	// The pid file says which process the server that answers must be:
-	// when another program's redis-server took the port since freePort,
-	// this one exits unable to bind, and a PING alone would take the other
-	// for it.
-	pidFile := filepath.Join(dir, fmt.Sprintf("redis-%d-%d.pid", port, time.Now().UnixNano()))
-	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--loglevel", "warning", "--pidfile", pidFile}
-	for _, c := range []string{"SHUTDOWN", "CONFIG", "DEBUG", "REPLICAOF", "SLAVEOF", "MIGRATE", "MODULE", "FAILOVER", "SAVE", "BGSAVE", "BGREWRITEAOF"} {
-		args = append(args, "--rename-command", c, "")
-	}
-	sctx, cancel := context.WithCancel(context.Background())
-	exited := make(chan runner.Result, 1)
-	go func() { exited <- runner.Run(sctx, runner.Cmd{Name: bin, Args: args, Dir: dir, Unmeasured: true}) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel() // runner.Run kills the server's whole process group
-			<-exited
-			os.Remove(pidFile)
-		})
-	}
-	s := &redisServer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), stop: stop}
-	wctx, wcancel := context.WithTimeout(ctx, redisStartWait)
-	defer wcancel()
-	for {
-		if ours(wctx, s.addr, pidFile) {
-			return s, nil
-		}
-		select {
-		case res := <-exited:
-			exited <- res
-			stop()
-			return nil, fmt.Errorf("redis-server exited: %s", strings.TrimSpace(res.Output))
-		case <-wctx.Done():
-			stop()
-			return nil, fmt.Errorf("redis-server did not answer PING within %s", redisStartWait)
-		case <-time.After(10 * time.Millisecond): // another process's port: no event to wait on
-		}
-	}
-}
-
-// ours reports whether the server at addr is the process whose pid
-// pidFile holds.
-func ours(ctx context.Context, addr, pidFile string) bool {
-	data, err := os.ReadFile(pidFile)
-	if err != nil {
-		return false // not written yet
-	}
-	want, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		return false
-	}
-	pid, err := redisinfo.PID(ctx, addr)
-	return err == nil && pid == want
-}
-
-// freePort asks the kernel for a free loopback port (free when asked).
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

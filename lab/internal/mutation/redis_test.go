@@ -26,25 +26,6 @@ func redisServerBin(t *testing.T) string {
 	return bin
 }
 
-// A run's redis-server is the one lab started: when another server holds
-// the free port it picked, its own exits unable to bind, and the other's
-// answer is not taken for it.
-func TestRedisOnAnotherServersPortFails(t *testing.T) {
-	bin := redisServerBin(t)
-	ctx := context.Background()
-	a, err := startRedisOn(ctx, bin, t.TempDir(), freePortT(t))
-	if err != nil {
-		t.Fatalf("startRedisOn: %v", err)
-	}
-	defer a.stop()
-	_, port := splitPort(t, a.addr)
-	b, err := startRedisOn(ctx, bin, t.TempDir(), port)
-	if err == nil {
-		b.stop()
-		t.Fatalf("a second server on %s, which the first holds, was taken for started", a.addr)
-	}
-}
-
 // Every run gets a server of its own: what one run writes, in any
 // database, another never sees, also past the runs the check expected
 // (those servers are started when a run asks); once every run is done and
@@ -120,26 +101,4 @@ func redisDo(t *testing.T, addr string, words ...string) string {
 		}
 	}
 	return strings.TrimSpace(line)
-}
-
-func freePortT(t *testing.T) int {
-	t.Helper()
-	p, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func splitPort(t *testing.T, addr string) (string, int) {
-	t.Helper()
-	host, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, err := strconv.Atoi(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return host, port
 }
