@@ -165,16 +165,28 @@ func CompareTwins(en, zh string) []string {
 }
 
 // reportLines is a block of lab's sentences without the lines that quote
-// the answer's own output ("> E16 failed (deadline): ..."): the answer
-// speaks English in both editions, and what it measured (a request ID, an
-// elapsed time in a struct, a count under contention) is its run's, which
-// no two runs share, like a duration.
+// the answer's own output: on a mutant ("> E16 failed (deadline): ...") and
+// on the unbroken checkpoint (the lines indented by four spaces under the
+// checkpoint's line, before the first mutant: "    E19 passed: ...",
+// "    | ..."; a note's wrapped lines, at the end, stay). The answer speaks
+// English in both editions, and what it measured (a request ID, an elapsed
+// time in a struct, a count under contention, a stale quote's age_ms) is
+// its run's, which no two runs share, like a duration.
 func reportLines(body string) string {
 	var keep []string
+	quoting, quoted := false, false
 	for line := range strings.SplitSeq(body, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(line), "> ") {
-			keep = append(keep, line)
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		switch {
+		case strings.HasPrefix(strings.TrimSpace(line), "> "):
+			continue
+		case indent == 4 && !quoted:
+			quoting = true
+			continue
+		case quoting || indent == 2: // past the answer's output, or at a mutant's row
+			quoting, quoted = false, true
 		}
+		keep = append(keep, line)
 	}
 	return strings.Join(keep, "\n")
 }

@@ -101,6 +101,28 @@ func TestCompareTwinsFindsWhatDiffers(t *testing.T) {
 	if d := course.CompareTwins(enq, zhq); len(d) != 0 {
 		t.Errorf("twins whose quoted answer output differs (two runs): %q", d)
 	}
+	// so is the answer's own output on the unbroken checkpoint, which lab
+	// check quotes indented by four spaces
+	enp := strings.Replace(en, "verdict", "    E19 passed: its last good quote, stale, age_ms 228.003\nverdict", 1)
+	zhp := strings.Replace(zh, "结论", "    E19 passed: its last good quote, stale, age_ms 224.278\n结论", 1)
+	if d := course.CompareTwins(enp, zhp); len(d) != 0 {
+		t.Errorf("twins whose quoted answer output on the checkpoint differs (two runs): %q", d)
+	}
+	// but a note's wrapped lines, after the mutants, are lab's sentences,
+	// whatever their indent ("注：" is four columns wide)
+	notes := func(page, row, verdict, note string) string {
+		page = strings.Replace(page, "verdict", row+"\nverdict", 1)
+		page = strings.Replace(page, "结论", row+"\n结论", 1)
+		return strings.Replace(page, verdict+"\n```", verdict+"\n"+note+"\n```", 1)
+	}
+	enn := notes(en, "  caught     required  x", "verdict: PASSED: catches 12/12 (18 ms)", "note: 3 runs of 5 were slow\n      (7 of them)")
+	zhn := notes(zh, "  抓住       必做      x", "结论：通过：抓住 12/12（25 ms）", "注：5 次运行里有 3 次很慢\n    （其中 7 次）")
+	if d := course.CompareTwins(enn, zhn); len(d) != 0 {
+		t.Errorf("twins whose note wraps at another indent, with the same figures: %q", d)
+	}
+	if d := course.CompareTwins(enn, strings.Replace(zhn, "其中 7 次", "其中 8 次", 1)); len(d) == 0 {
+		t.Errorf("a figure of a note's wrapped line: not found")
+	}
 	for name, bad := range map[string]string{
 		"a section less":        strings.Replace(zh, "### 乙\n", "", 1),
 		"a section's level":     strings.Replace(zh, "### 乙", "## 乙", 1),
