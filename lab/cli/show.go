@@ -13,7 +13,6 @@ import (
 	"quoteflowlab.dev/kit/check"
 	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/kit/msg"
-	"quoteflowlab.dev/kit/report"
 	"quoteflowlab.dev/lab/internal/mutagen"
 	"quoteflowlab.dev/lab/internal/mutation"
 )
@@ -74,7 +73,7 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 // showGenerated shows a generated mutant or wheat: what the kill-set (or
 // wheat) run recorded of it, and its edit as a diff.
 func showGenerated(root string, lesson course.Lesson, name string, stdout, stderr io.Writer) int {
-	m, e, err := mutation.GeneratedMutant(root, lesson, name)
+	m, set, e, err := mutation.GeneratedMutant(root, lesson, name)
 	if err != nil {
 		fmt.Fprintf(stderr, "lab show: %v\n", err)
 		return 1
@@ -89,10 +88,7 @@ func showGenerated(root string, lesson course.Lesson, name string, stdout, stder
 		fmt.Fprintf(stderr, "lab show: %v\n", err)
 		return 1
 	}
-	what, from, listed := "generated mutant", mutation.ScopeFile(lesson), mutation.GeneratedFile(lesson)
-	if m.Kind == report.Wheat {
-		what, from, listed = "generated wheat", mutation.AllowedFile(lesson), mutation.WheatsFile(lesson)
-	}
+	what, from, listed := "generated "+set.String(), set.From(lesson), set.File(lesson)
 	status := "not in " + listed
 	if e != nil {
 		status = e.Status

@@ -30,25 +30,9 @@ import (
 // the generated checks add something. It prints each one, with the command
 // that grades it; it writes nothing.
 func runWeak(root string, names []string, parallel, sample int, seed uint64, stdout, stderr io.Writer) int {
-	var lessons []course.Lesson
-	for _, n := range names {
-		l, err := course.ParseExercise(n)
-		if err != nil {
-			fmt.Fprintf(stderr, "lab verify --weak: %v\n", err)
-			return 2
-		}
-		if l.Method != report.Mutants {
-			fmt.Fprintf(stderr, "lab verify --weak: %s is not graded with mutants\n", l.Exercise())
-			return 2
-		}
-		lessons = append(lessons, l)
-	}
-	if len(lessons) == 0 {
-		for _, l := range course.Lessons {
-			if l.Method == report.Mutants {
-				lessons = append(lessons, l)
-			}
-		}
+	lessons, ok := mutantLessons("--weak", names, stderr)
+	if !ok {
+		return 2
 	}
 	if sample < 0 {
 		fmt.Fprintln(stderr, "lab verify --weak: --sample must be 0 (every mutant) or more")

@@ -36,21 +36,7 @@ func TestGeneratedMutantsAreCurrentAndReviewed(t *testing.T) {
 			continue
 		}
 		t.Run(l.Exercise(), func(t *testing.T) {
-			file, remake := mutation.GeneratedFile(l), mutation.KillSetCommand(l)
-			res, err := mutation.ReadGenerated(root, l)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res == nil {
-				t.Fatalf("%s: no %s: run `%s`, then review its survivors", l.Exercise(), file, remake)
-			}
-			covers, err := mutation.Covers(root, l)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Covers != covers || res.Generator != mutagen.Version {
-				t.Errorf("%s is stale: the generator, %s, a file in scope or the reference answer (%s) changed since its kill-set run; run `%s` and review what it says", file, mutation.ScopeFile(l), l.Reference(), remake)
-			}
+			res, file := currentRun(t, root, l, mutation.Mutants, "review its survivors", "a file in scope")
 			rows, props, err := mutation.Messages(root, l)
 			if err != nil {
 				t.Fatal(err)
@@ -114,24 +100,10 @@ func TestGeneratedWheatsAreCurrentAndReviewed(t *testing.T) {
 			continue
 		}
 		t.Run(l.Exercise(), func(t *testing.T) {
-			file, remake := mutation.WheatsFile(l), mutation.WheatsCommand(l)
-			if !mutation.HasAllowed(root, l) {
-				t.Fatalf("%s: no %s: say what the contract allows to change and where (CONTRIBUTING.md, \"Generated wheats\")", l.Exercise(), mutation.AllowedFile(l))
+			if !mutation.Wheats.Declared(root, l) {
+				t.Fatalf("%s: no %s: say what the contract allows to change and where (CONTRIBUTING.md, \"Generated wheats\")", l.Exercise(), mutation.Wheats.From(l))
 			}
-			res, err := mutation.ReadWheats(root, l)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res == nil {
-				t.Fatalf("%s: no %s: run `%s`, then review what the reference rejects", l.Exercise(), file, remake)
-			}
-			covers, err := mutation.WheatsCovers(root, l)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Covers != covers || res.Generator != mutagen.Version {
-				t.Errorf("%s is stale: the generator, %s, a file it names or the reference answer (%s) changed since its wheat run; run `%s` and review what it says", file, mutation.AllowedFile(l), l.Reference(), remake)
-			}
+			res, file := currentRun(t, root, l, mutation.Wheats, "review what the reference rejects", "a file it names")
 			for _, e := range res.Entries {
 				if e.Status == mutagen.Rejected && !mutagen.WheatReviewed(e.Review) {
 					t.Errorf("%s: %s (%s at %s: %s) was rejected by the reference (%d of %d runs: %s) with no review line: write `review: %s: <what the contract promises that it changes>`, or fix the reference if it pins more than the contract",
@@ -143,4 +115,27 @@ func TestGeneratedWheatsAreCurrentAndReviewed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// currentRun reads the lesson's run of set, which must be there (else: run
+// the command, then review) and current (else: stale, and what changed).
+func currentRun(t *testing.T, root string, l course.Lesson, set mutation.Set, review, files string) (*mutagen.Results, string) {
+	t.Helper()
+	file, remake := set.File(l), set.Command(l)
+	res, err := set.Read(root, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res == nil {
+		t.Fatalf("%s: no %s: run `%s`, then %s", l.Exercise(), file, remake, review)
+	}
+	covers, err := set.Covers(root, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Covers != covers || res.Generator != mutagen.Version {
+		t.Errorf("%s is stale: the generator, %s, %s or the reference answer (%s) changed since its %s; run `%s` and review what it says",
+			file, set.From(l), files, l.Reference(), set.RunName(), remake)
+	}
+	return res, file
 }

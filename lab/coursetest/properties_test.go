@@ -67,7 +67,7 @@ func TestEveryPropertyHasItsSmallestViolation(t *testing.T) {
 			// A generated required mutant may be a row's smallest violation
 			// too (it need not be in a row: its message maps it to one).
 			generated := map[string]bool{}
-			if res, err := mutation.ReadGenerated(root, l); err == nil && res != nil {
+			if res, err := mutation.Mutants.Read(root, l); err == nil && res != nil {
 				for _, e := range res.Entries {
 					if e.Status == mutagen.Required {
 						generated[e.Name] = true
