@@ -1,4 +1,6 @@
-// Command lab runs the QuoteFlow provider lab and checks exercise answers.
+// Command lab is the course's tool: it runs the provider lab, lists the
+// lessons, checks answers, and shows hints, checks, diffs and demos. It
+// knows no lesson: it finds them under lessons/ (quoteflowlab.dev/kit/course).
 //
 //	go run ./lab help
 package main

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"quoteflowlab.dev/internal/testpar"
+	"quoteflowlab.dev/kit/testpar"
 
 	"go.uber.org/goleak"
 

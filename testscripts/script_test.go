@@ -151,12 +151,12 @@ import (
 	"testing"
 	"time"
 
-	"quoteflowlab.dev/internal/pressure"
-	"quoteflowlab.dev/internal/testpar"
-
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"quoteflowlab.dev/internal/kept"
+	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/kept"
+	"quoteflowlab.dev/kit/machine"
+	"quoteflowlab.dev/kit/testpar"
 	"quoteflowlab.dev/lab/cli"
 	"quoteflowlab.dev/provider"
 )
@@ -276,9 +276,10 @@ func mapDirs(gomods []string) []string {
 	return dirs
 }
 
-// schemaKey is the schemata key a script's lab check cache starts with,
-// made for this run: the key of every script whose answers are not the
-// course's own.
+// schemaKey is the schemata key every script's lab check cache starts
+// with, made for this run, as a key `lab verify --killset` leaves there:
+// lab check takes it off the disk and checks with a key of its own
+// (lab_check_isolation's answers look for it).
 var schemaKey = func() []byte {
 	key := make([]byte, 32)
 	rand.Read(key)
@@ -287,53 +288,8 @@ var schemaKey = func() []byte {
 
 // trusted matches the scripts that check only the course's own answers
 // and starters (e17_answer, e17_starter, lab_check_json): code that does
-// not try to learn which build it runs on.
+// not try to read what lab keeps in its cache.
 var trusted = regexp.MustCompile(`^TestScripts/(e[0-9]+_(answer|starter)|lab_check_json)$`)
-
-var (
-	keptKeyOnce sync.Once
-	keptKey     []byte
-)
-
-// keptSchemaKey is the schemata key of the trusted scripts: kept in the
-// user's cache directory from one run of the suite to the next, so that
-// each mutant schema is the same source every run and the Go build cache
-// holds it compiled (checkpoint 17's alone is 7 s of CPU; the schemata of
-// every exercise, 12 s a run). A key an answer could read would tell it
-// which build it runs on: the scripts whose answers try that (lab_check_*)
-// get this run's own key, which no file outside their state holds. Where
-// the key cannot be kept, this run's key serves.
-func keptSchemaKey() []byte {
-	keptKeyOnce.Do(func() {
-		keptKey = schemaKey
-		dir, err := os.UserCacheDir()
-		if err != nil {
-			return
-		}
-		file := filepath.Join(dir, "quoteflowlab", "suite-schemata.key")
-		if key, err := os.ReadFile(file); err == nil && len(key) == 32 {
-			keptKey = key
-			return
-		}
-		if os.MkdirAll(filepath.Dir(file), 0o700) != nil {
-			return
-		}
-		tmp, err := os.CreateTemp(filepath.Dir(file), ".key-*")
-		if err != nil {
-			return
-		}
-		_, werr := tmp.Write(schemaKey)
-		if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), file) != nil {
-			os.Remove(tmp.Name())
-			return
-		}
-		// Two suites starting at once: the file holds one of their keys.
-		if key, err := os.ReadFile(file); err == nil && len(key) == 32 {
-			keptKey = key
-		}
-	})
-	return keptKey
-}
 
 // setup gives each script the host's Go caches, an offline module proxy, a
 // HOME of its own and $REPO.
@@ -392,23 +348,15 @@ func setup(env *testscript.Env) error {
 			env.T().Log("a file of the course changed while this script's lab check ran, and lab put it back: the version it found is kept in " + dst)
 		})
 	}
-	// Scripts that check with LAB_STATE_DIR=$WORK/state share one key for
-	// the mutant schemata, so the schema of a checkpoint is the same source
-	// in every script and go build compiles it once (each script still
-	// links its own binaries in its own cache); the trusted scripts' key is
-	// kept from run to run (see keptSchemaKey).
 	cache := filepath.Join(env.WorkDir, "state", "cache")
 	if err := os.MkdirAll(filepath.Dir(cache), 0o755); err != nil {
 		return err
 	}
-	key := schemaKey
 	if t, ok := env.T().(interface{ Name() string }); ok && trusted.MatchString(t.Name()) {
-		key = keptSchemaKey()
-		// The trusted scripts' lab check cache (the answer and schema
-		// binaries it builds) is kept from run to run as well: go build
-		// then finds each binary up to date and does not link it again
-		// unless its source changed (the links were a third of the
-		// scripts' CPU).
+		// The trusted scripts' lab check cache (the binaries it builds) is
+		// kept from run to run: go build then finds a binary up to date
+		// and does not link it again unless what it is built from changed
+		// (E15's tools; a mutant schema is new every check).
 		give, err := kept.TakeAs("script-"+strings.TrimPrefix(t.Name(), "TestScripts/")+"-cache", cache)
 		if err != nil {
 			return err
@@ -417,7 +365,7 @@ func setup(env *testscript.Env) error {
 	} else if err := os.Mkdir(cache, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(cache, "schemata.key"), key, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(cache, "schemata.key"), schemaKey, 0o600); err != nil {
 		return err
 	}
 	// The checkpoint_NN scripts run each checkpoint's suite; CI asks for
@@ -471,7 +419,7 @@ func checkpointCount() string {
 // the suite runs dozens of gradings at once, and a correct answer is never
 // to be failed for that, nor taken as passed without a verdict. Before the
 // second run it waits, at most quietWait, for the machine to be less busy
-// (pressure.WaitQuieter; in CI the checkpoints' suites run under the race
+// (machine.WaitQuieter; in CI the checkpoints' suites run under the race
 // detector beside it).
 // Any other exit code, or a second INCONCLUSIVE, fails the script. Its
 // stdout and stderr are the last run's.
@@ -482,7 +430,7 @@ func cmdPasses(ts *testscript.TestScript, neg bool, args []string) {
 	err := ts.Exec("lab", args...)
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == 3 {
-		ts.Logf("lab %s: INCONCLUSIVE (the machine was too busy to judge): checked once more, %s", strings.Join(args, " "), pressure.WaitQuieter(context.Background(), quietWait))
+		ts.Logf("lab %s: INCONCLUSIVE (the machine was too busy to judge): checked once more, %s", strings.Join(args, " "), machine.WaitQuieter(context.Background(), quietWait))
 		err = ts.Exec("lab", args...)
 	}
 	if err != nil {
@@ -514,9 +462,9 @@ func pathWithoutScriptCommands() string {
 // run: each built once a run (the five checkpoint 16 scripts share one),
 // into a directory kept from run to run, so that go build finds the binary
 // up to date and does not link it again unless the checkpoint changed.
-var quoteflowBins = &binShelf{built: map[string]*quoteflowBuild{}}
+var quoteflowBins = &keptBins{built: map[string]*quoteflowBuild{}}
 
-type binShelf struct {
+type keptBins struct {
 	take  sync.Once
 	dir   string
 	hand  func() // hands dir back
@@ -531,7 +479,7 @@ type quoteflowBuild struct {
 }
 
 // give hands the kept directory back once every script has ended.
-func (b *binShelf) give() {
+func (b *keptBins) give() {
 	if b.hand != nil {
 		b.hand()
 	}
@@ -539,7 +487,7 @@ func (b *binShelf) give() {
 
 // path builds checkpoint n's cmd/quoteflow (once a run) and returns the
 // binary's path.
-func (b *binShelf) path(repo, n string) (string, error) {
+func (b *keptBins) path(repo, n string) (string, error) {
 	b.take.Do(func() {
 		b.dir, b.hand = kept.Take("quoteflow")
 		if b.dir == "" {
@@ -687,7 +635,7 @@ func cmdStarter(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: starter ENN DIR")
 	}
-	l, err := cli.Lesson(args[0])
+	l, err := course.Find(ts.Getenv("REPO"), args[0])
 	ts.Check(err)
 	repo, dir := ts.Getenv("REPO"), ts.MkAbs(args[1])
 	list, err := exec.Command("git", "-C", repo, "ls-tree", "-r", "--name-only", "HEAD", "--", l.Starter()).Output()
@@ -835,7 +783,7 @@ func cmdChecked(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: checked ENN")
 	}
-	l, err := cli.Lesson(args[0])
+	l, err := course.Find(ts.Getenv("REPO"), args[0])
 	ts.Check(err)
 	dir := filepath.Join(ts.Getenv("REPO"), filepath.FromSlash(l.Checks()))
 	defs, err := filepath.Glob(filepath.Join(dir, "*.txtar"))

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/report"
 )
 
 // A lesson's checks load in one place: the builds an answer runs on
@@ -15,7 +16,7 @@ import (
 // and --variant narrow them to one by name; an unknown name lists the known.
 func TestOfAndFindPickALessonsChecks(t *testing.T) {
 	root := t.TempDir()
-	l, _ := course.ByNumber(15)
+	l := course.Lesson{Number: 15, Method: report.Measured}
 	dir := filepath.Join(root, filepath.FromSlash(l.Checks()))
 	os.MkdirAll(dir, 0o755)
 	def := func(kind string) string {

@@ -1,8 +1,8 @@
-// Package check loads the course's checks that are builds of its own code
-// with one edit: mutants (a checkpoint with one bug, which an answer must
-// fail on), wheats (a checkpoint changed in a way its contract allows,
-// which an answer must pass on) and broken tool variants (a reference E15
-// tool with one bug, which the grader must reject).
+// Package check loads a lesson's checks: builds of the course's code with
+// one edit each. A mutant is a checkpoint with one bug, which an answer must
+// fail on; a wheat is a checkpoint changed in a way its contract allows,
+// which an answer must pass on; a broken tool is a reference tool with one
+// bug, which the lesson's grader must reject.
 //
 // Each is one txtar file beside its lesson, lessons/NN/checks/<name>.txtar:
 // a header, then the edit as replace/with pairs of whole lines. The edited
@@ -228,7 +228,7 @@ func (v *Check) parseHeader(comment []byte) error {
 		}
 		v.Required = true
 	default:
-		return fmt.Errorf("kind %q: want mutant, wheat or variant", v.Kind)
+		return fmt.Errorf("kind %q: want mutant, wheat or broken", v.Kind)
 	}
 	if seen["expect"] && v.Kind != report.Broken {
 		return errors.New("expect: is for broken tool variants only")

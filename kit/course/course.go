@@ -1,5 +1,8 @@
 // Package course knows the shape of the QuoteFlow Lab repository: where its
-// root is, which lessons and exercises exist, and where each one's files live.
+// root is (FindRoot), which lessons have an exercise (Load, Find: every
+// folder lessons/NN with a lesson.toml, in order) and where each one's parts
+// live (the Lesson's methods, derived from its number), and what a student
+// has passed (State). lab knows no lesson: a new lesson is a new folder.
 package course
 
 import (
@@ -61,49 +64,19 @@ func modulePath(gomod []byte) string {
 	return ""
 }
 
-// A Lesson is one step of the course, as the manifest declares it: what
-// cannot be derived. Everything else (where its page, checkpoint, starter,
-// reference answer, hint and checks live) follows from the number, by the
-// methods below; every path is a slash path relative to the repository root.
+// A Lesson is one step of the course that has an exercise, as its
+// lesson.toml declares it: what cannot be derived. Everything else (where
+// its page, checkpoint, starter, reference answer, hint and checks live)
+// follows from the number, by the methods below; every path is a slash path
+// relative to the repository root.
 type Lesson struct {
-	Number int
+	Number int           // the folder's name: lessons/NN
 	Title  string        // working title; the page's heading wins when present
 	Task   string        // what its exercise asks, in one line
 	Method report.Method // how the exercise is graded
 	// Redis: lab check starts a redis-server for every run of the answer
 	// and gives it in LAB_REDIS_URL, so that no run starts one itself.
 	Redis bool
-}
-
-// Lessons is the course manifest: the lessons that have an exercise, in
-// order. lab list, check, verify, hint and diff, and the testscripts, read
-// only this table; the completeness test says when a lesson here lacks a
-// part.
-var Lessons = []Lesson{
-	{Number: 12, Title: "Three suppliers, one answer",
-		Task:   "an invalid quantity is rejected with 422 and zero supplier calls",
-		Method: report.Mutants},
-	{Number: 13, Title: "Eight users at once: who owns the limit",
-		Task:   "a rejected request does not steal a slot; our 503 is not a supplier's 503",
-		Method: report.Mutants},
-	{Number: 14, Title: "Retry once — whose budget pays?",
-		Task:   "flaky recovers in exactly 2 attempts with one ID; invalid data is not retried",
-		Method: report.Mutants},
-	{Number: 15, Title: "The partner slowed down, and we fell first",
-		Task:   "build the budget tools and a budget plan; the grader measures them",
-		Method: report.Measured},
-	{Number: 16, Title: "Fan out to many: one limit, many jobs, nothing lost",
-		Task:   "one limiter for every job, retry only what is worth it, a deadline that cancels, nothing lost",
-		Method: report.Mutants},
-	{Number: 17, Title: "Many processes, one quota",
-		Task:   "three processes share one limit; a killed process's slots come back; Redis gone fails closed",
-		Method: report.Mutants, Redis: true},
-	{Number: 18, Title: "The slowest of three: hedge the tail, pay from a budget",
-		Task:   "a straggler hedged and its loser cancelled; extra calls within one budget; hedges inside the limit, at the p95",
-		Method: report.Mutants},
-	{Number: 19, Title: "A supplier is down: stop asking, answer from what you know",
-		Task:   "a breaker opens past its minimum on outages only, refuses at once, probes a few, closes; a stale answer, marked, never too old",
-		Method: report.Mutants},
 }
 
 // Exercise is the exercise's name, "E14".
@@ -140,38 +113,30 @@ func (l Lesson) Hint() string { return l.Dir() + "/hint.md" }
 // edit each.
 func (l Lesson) Checks() string { return l.Dir() + "/checks" }
 
-// ErrUnknownExercise is returned by ParseExercise for a name that is not one
-// of the course's exercises.
+// ErrUnknownExercise is returned by Find for a name that is not one of the
+// course's exercises.
 var ErrUnknownExercise error = msg.Error("course.unknown_exercise")
 
-// ParseExercise accepts "E14", "e14" or "14" and returns the lesson.
-func ParseExercise(name string) (Lesson, error) {
+// Find returns the lesson of an exercise name, "E14", "e14" or "14", in the
+// course under root.
+func Find(root, name string) (Lesson, error) {
+	ls, err := Load(root)
+	if err != nil {
+		return Lesson{}, err
+	}
 	s := strings.TrimPrefix(strings.TrimPrefix(name, "E"), "e")
-	n, err := strconv.Atoi(s)
-	if err == nil {
-		if l, ok := ByNumber(n); ok {
-			return l, nil
+	if n, err := strconv.Atoi(s); err == nil {
+		for _, l := range ls {
+			if l.Number == n {
+				return l, nil
+			}
 		}
 	}
-	return Lesson{}, fmt.Errorf(msg.T("course.unknown_exercise_in"), ErrUnknownExercise, name, exerciseNames())
-}
-
-// ByNumber returns lesson n of the manifest.
-func ByNumber(n int) (Lesson, bool) {
-	for _, l := range Lessons {
-		if l.Number == n {
-			return l, true
-		}
-	}
-	return Lesson{}, false
-}
-
-func exerciseNames() string {
-	names := make([]string, len(Lessons))
-	for i, l := range Lessons {
+	names := make([]string, len(ls))
+	for i, l := range ls {
 		names[i] = l.Exercise()
 	}
-	return strings.Join(names, ", ")
+	return Lesson{}, fmt.Errorf(msg.T("course.unknown_exercise_in"), ErrUnknownExercise, name, strings.Join(names, ", "))
 }
 
 // DisplayTitle returns the heading of the lesson's README under root, in

@@ -2,8 +2,10 @@ package course
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,20 +33,104 @@ func TestFindRootOutsideTheRepo(t *testing.T) {
 	}
 }
 
-func TestParseExercise(t *testing.T) {
+// toyCourse is a course under a temporary root with lessons 12, 14 and 100
+// declared, a lesson 20 with no exercise and a folder that is no lesson.
+func toyCourse(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, n := range []string{"12", "14", "100"} {
+		write(t, filepath.Join(root, "lessons", n, "lesson.toml"), "title = \"Lesson "+n+"\"\ntask = \"do "+n+"\"\nmethod = \"mutants\"\n")
+	}
+	write(t, filepath.Join(root, "lessons/14/lesson.toml"), "title = \"Retry\"\ntask = \"retry once\"\nmethod = \"measured\"\nredis = true\n")
+	write(t, filepath.Join(root, "lessons/14/grader/main.go"), "package main\n")
+	write(t, filepath.Join(root, "lessons/20/README.md"), "# 20\n")
+	write(t, filepath.Join(root, "lessons/notes/lesson.toml"), "not a lesson")
+	return root
+}
+
+func TestLoadFindsTheLessonsByTheirFolders(t *testing.T) {
+	ls, err := Load(toyCourse(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range ls {
+		got = append(got, fmt.Sprintf("%d %s/%s/%s/%v", l.Number, l.Title, l.Task, l.Method, l.Redis))
+	}
+	want := []string{"12 Lesson 12/do 12/mutants/false", "14 Retry/retry once/measured/true", "100 Lesson 100/do 100/mutants/false"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Load = %q\nwant %q", got, want)
+	}
+}
+
+func TestFind(t *testing.T) {
+	root := toyCourse(t)
 	for _, in := range []string{"E14", "e14", "14"} {
-		if l, err := ParseExercise(in); err != nil || l.Number != 14 {
-			t.Errorf("ParseExercise(%q) = %d, %v", in, l.Number, err)
+		if l, err := Find(root, in); err != nil || l.Number != 14 {
+			t.Errorf("Find(%q) = %d, %v", in, l.Number, err)
 		}
 	}
-	for _, in := range []string{"E11", "E99", "x", ""} {
-		if _, err := ParseExercise(in); !errors.Is(err, ErrUnknownExercise) {
-			t.Errorf("ParseExercise(%q): err = %v, want ErrUnknownExercise", in, err)
+	for _, in := range []string{"E11", "E20", "x", ""} {
+		_, err := Find(root, in)
+		if !errors.Is(err, ErrUnknownExercise) {
+			t.Errorf("Find(%q): err = %v, want ErrUnknownExercise", in, err)
+		} else if !strings.Contains(err.Error(), "(the exercises are E12, E14, E100)") {
+			t.Errorf("Find(%q): %v; want the exercises listed in order", in, err)
 		}
 	}
-	l, _ := ParseExercise("E14")
+	l, _ := Find(root, "E14")
 	if l.Starter() != "lessons/14/exercise" || l.Reference() != "lessons/15/answer_previous" || l.Checkpoint() != "checkpoints/14" {
 		t.Errorf("paths: %s %s %s", l.Starter(), l.Reference(), l.Checkpoint())
+	}
+}
+
+// A lesson.toml lab cannot use is an error that names it and says what is
+// wrong; so is an exercise with no lesson.toml.
+func TestLoadNamesTheFileOfABadManifest(t *testing.T) {
+	for _, tc := range []struct{ name, file, body, want string }{
+		{"no task", "lessons/14/lesson.toml", "title = \"t\"\nmethod = \"mutants\"\n", `lessons/14/lesson.toml: missing or empty "task"`},
+		{"empty title", "lessons/14/lesson.toml", "title = \" \"\ntask = \"x\"\nmethod = \"mutants\"\n", `lessons/14/lesson.toml: missing or empty "title"`},
+		{"no method", "lessons/14/lesson.toml", "title = \"t\"\ntask = \"x\"\n", `lessons/14/lesson.toml: missing or empty "method"`},
+		{"unknown method", "lessons/14/lesson.toml", "title = \"t\"\ntask = \"x\"\nmethod = \"tests\"\n", `lessons/14/lesson.toml: method "tests": want "mutants" or "measured"`},
+		{"unknown key", "lessons/14/lesson.toml", "title = \"t\"\ntask = \"x\"\nmethod = \"mutants\"\nredis_url = \"x\"\n", `lessons/14/lesson.toml: unknown key "redis_url"`},
+		{"wrong type", "lessons/14/lesson.toml", "title = \"t\"\ntask = \"x\"\nmethod = \"mutants\"\nredis = \"yes\"\n", `lessons/14/lesson.toml: toml: line 4`},
+		{"not toml", "lessons/14/lesson.toml", "title: t\n", `lessons/14/lesson.toml: toml: line 1`},
+		{"no lesson.toml", "lessons/14/exercise/main.go", "package main\n", "lessons/14/exercise exists but lessons/14/lesson.toml does not"},
+		{"measured, no grader", "lessons/14/lesson.toml", "title = \"t\"\ntask = \"x\"\nmethod = \"measured\"\n", `lessons/14/lesson.toml: method "measured" needs the lesson's own grader program, lessons/14/grader`},
+		{"a grader, mutants", "lessons/12/grader/main.go", "package main\n", `lessons/12/lesson.toml: lessons/12/grader is the lesson's own grader: its method is "measured", not "mutants"`},
+		{"number spelt oddly", "lessons/014/lesson.toml", "title = \"t\"\ntask = \"x\"\nmethod = \"mutants\"\n", "lessons/014/lesson.toml: the folder's name must be the lesson's number as is, lessons/14"},
+	} {
+		root := t.TempDir()
+		write(t, filepath.Join(root, "lessons/12/lesson.toml"), "title = \"t\"\ntask = \"x\"\nmethod = \"mutants\"\n")
+		write(t, filepath.Join(root, filepath.FromSlash(tc.file)), tc.body)
+		if ls, err := Load(root); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Load = %d lessons, %v; want an error with %q", tc.name, len(ls), err, tc.want)
+		}
+		if _, err := Find(root, "E12"); err == nil || errors.Is(err, ErrUnknownExercise) {
+			t.Errorf("%s: Find = %v; want the manifest's error", tc.name, err)
+		}
+	}
+}
+
+// The course itself: its first exercise is E12, E15 is measured, E17 runs
+// with Redis and E14 without.
+func TestTheCourseLoads(t *testing.T) {
+	root, err := FindRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) == 0 || ls[0].Exercise() != "E12" {
+		t.Fatalf("lessons %v, want E12 first", ls)
+	}
+	for name, want := range map[string]string{"E14": "mutants false", "E15": "measured false", "E17": "mutants true"} {
+		l, err := Find(root, name)
+		if got := fmt.Sprintf("%s %v", l.Method, l.Redis); err != nil || got != want {
+			t.Errorf("%s: %q, %v; want %q", name, got, err, want)
+		}
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package grade is what every grading method of `lab check` shares: the
 // Request a command line becomes, the Monitor that tells a busy machine
 // from a wrong answer, the Grader interface a grader implements, and the
-// Session of one check (monitor, guard, build key and shelf, runs, restore,
+// Session of one check (monitor, guard, key, runs, restore,
 // tamper report).
 //
 // There are two kinds of grader: lab's mutation grader (the answer is a

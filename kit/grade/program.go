@@ -92,15 +92,15 @@ func serve(args []string, g Own, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	l, err := course.ParseExercise(*exercise)
-	if err == nil {
+	var l course.Lesson
+	var err error
+	if *root == "" {
+		err = errors.New("--root is required")
+	} else if l, err = course.Find(*root, *exercise); err == nil {
 		var lg msg.Lang
 		if lg, err = msg.Parse(*lang); err == nil {
 			msg.Set(lg)
 		}
-	}
-	if err == nil && *root == "" {
-		err = errors.New("--root is required")
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -165,9 +165,9 @@ func Swept(r *report.Report, again string, killed, left int) {
 
 // Program is the Grader of a lesson with a grader of its own: the main
 // package in the folder Dir (a slash path from the root, lessons/NN/grader),
-// which Main runs. It is built into the cache through the build shelf (its
+// which Main runs. It is built into the cache and sealed (an HMAC under a
 // key off the disk while the grader runs, so that nothing the grader runs
-// can stamp a binary of its own as the grader), and run as an answer is:
+// can pass a binary of its own as the grader), and run as an answer is:
 // a process group of its own, killed whole at ProgramTimeout or when the
 // check is stopped, and what it leaves running is found and counted.
 type Program struct {
@@ -207,7 +207,7 @@ func (p *Program) Accept(req Request) error {
 	return nil
 }
 
-// build builds the grader into the cache, through the shelf.
+// build builds the grader into the cache.
 func (p *Program) build(ctx context.Context) (string, error) {
 	dir := filepath.Join(p.req.CacheDir, p.req.Lesson.Exercise(), "grader")
 	key := TakeKey(dir, graderKey)
@@ -218,7 +218,7 @@ func (p *Program) build(ctx context.Context) (string, error) {
 // buildWith builds the grader into dir. A binary there that is not the one
 // it last built (a tool of an answer can write into the cache) is removed
 // first: go build would take one that carries the right build ID as up to
-// date, and the shelf would then stamp it.
+// date.
 func (p *Program) buildWith(ctx context.Context, dir string, key []byte) (string, error) {
 	bin := filepath.Join(dir, runner.Exe(path.Base(p.Dir)))
 	seal := bin + ".seal"
@@ -226,14 +226,12 @@ func (p *Program) buildWith(ctx context.Context, dir string, key []byte) (string
 	if got, err := os.ReadFile(seal); !ok || err != nil || !hmac.Equal(got, want) {
 		os.Remove(bin)
 	}
-	res := Shelf(p.req.Root, key).Build(ctx, p.req.Root, "", bin, "./"+p.Dir)
+	res := runner.Build(ctx, p.req.Root, "", bin, "./"+p.Dir)
 	if !res.OK() {
 		return "", fmt.Errorf("the grader %s does not build: %s", p.Dir, ranText(res))
 	}
-	if !res.UpToDate {
-		if sum, ok := sealOf(key, bin); ok {
-			_ = os.WriteFile(seal, sum, 0o644)
-		}
+	if sum, ok := sealOf(key, bin); ok {
+		_ = os.WriteFile(seal, sum, 0o644)
 	}
 	return bin, nil
 }
@@ -286,7 +284,7 @@ func (p *Program) Check(ctx context.Context) report.Report {
 		return r
 	}
 	// The key is off the disk until the grader ended; the grader is built
-	// again (through the shelf) unless Accept just did.
+	// again unless Accept just did.
 	dir := filepath.Join(p.req.CacheDir, p.req.Lesson.Exercise(), "grader")
 	key := TakeKey(dir, graderKey)
 	defer PutKey(dir, graderKey, key)

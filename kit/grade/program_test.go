@@ -47,6 +47,8 @@ func (o *own) Describe() Description {
 func TestMainSpeaksTheProtocol(t *testing.T) {
 	defer msg.Set(msg.Current())
 	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "lessons/15/grader"), 0o755)
+	os.WriteFile(filepath.Join(root, "lessons/15/lesson.toml"), []byte("title = \"t\"\ntask = \"t\"\nmethod = \"measured\"\n"), 0o644)
 	base := []string{"--root", root, "--exercise", "E15", "--answer", "lessons/16/answer_previous", "--lang", "zh-CN"}
 	var stdout, stderr bytes.Buffer
 
@@ -120,7 +122,7 @@ func TestSessionRestoresAndReportsTheCourse(t *testing.T) {
 	t.Setenv("LAB_STATE_DIR", filepath.Join(root, ".lab"))
 	keep := Keep{Dir: t.TempDir(), Name: "k.key"}
 	PutKey(keep.Dir, keep.Name, []byte("0123456789abcdef0123"))
-	l, _ := course.ByNumber(13)
+	l := course.Lesson{Number: 13, Method: report.Mutants}
 	s, err := Open(Request{Root: root, Lesson: l}, keep)
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +191,7 @@ func TestProgramRunsTheGraderLabBuilt(t *testing.T) {
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, []byte(body), 0o644)
 	}
-	l, _ := course.ByNumber(15)
+	l := course.Lesson{Number: 15, Method: report.Measured}
 	p := &Program{Dir: "lessons/15/grader"}
 	if err := p.Accept(Request{Root: root, Lesson: l, CacheDir: cache}); err != nil {
 		t.Fatal(err)

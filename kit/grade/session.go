@@ -13,15 +13,13 @@ import (
 // A Session is one check's hold on the machine and the course, the same
 // for every grader: the monitor that tells a busy machine from a wrong
 // answer, the guard that puts the course back after what the answer (or a
-// tool) ran, the build shelf and its secret key (off the disk while
-// anything runs), and the count of the processes the runs left behind.
+// tool) ran, its secret key (off the disk while anything runs), and the count of the processes the runs left behind.
 // Open starts it, Run runs one program, Close ends it.
 type Session struct {
 	Req     Request // the request, its defaults filled
 	Monitor Monitor // Req.Monitor, or one of the session's own
 	Guard   *Guard
-	Shelf   *runner.Shelf
-	Key     []byte // the shelf's key; derive other secrets of the check from it
+	Key     []byte // the check's secret; derive other secrets of the check from it
 	Left    LeftBehind
 
 	keep    Keep
@@ -54,7 +52,6 @@ func Open(req Request, keep Keep) (*Session, error) {
 	} else {
 		s.Key = TakeKey(keep.Dir, keep.Name)
 	}
-	s.Shelf = Shelf(s.Req.Root, s.Key)
 	return s, nil
 }
 

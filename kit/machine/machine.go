@@ -8,7 +8,8 @@
 // that fails while the answer was held back is re-run; when it fails again,
 // held back again, and in a different way, the verdict is "inconclusive";
 // the same failure twice, or a run that kept every CPU busy itself, is the
-// answer's (package mutation decides).
+// answer's (package mutation decides). WaitQuieter waits for the CPU
+// pressure to drop, for a caller about to check again after a busy run.
 package machine
 
 import (
@@ -17,7 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"quoteflowlab.dev/internal/pressure"
 	"quoteflowlab.dev/kit/msg"
 	"quoteflowlab.dev/kit/report"
 )
@@ -85,7 +85,7 @@ func (m *Monitor) loop() {
 			// time the timer was due, however late it fired.
 			now := time.Now()
 			lag := max(now.Sub(want), 0)
-			st, ok := pressure.CPUStall()
+			st, ok := CPUStall()
 			m.mu.Lock()
 			m.lags = append(m.lags, lag)
 			if ok {

@@ -80,7 +80,7 @@ func (v Verdict) ExitCode() int {
 }
 
 // Kind is what a property, or a check defined by an edit (package
-// variant), is.
+// check), is.
 type Kind string
 
 const (

@@ -88,9 +88,6 @@ type Result struct {
 	// (Linux, with the subreaper), for a report to say what was left.
 	OrphanNames []string
 	Err         error // could not start, or ctx was done first
-	// UpToDate: a Shelf found the binaries built from these very inputs
-	// and did not run the go command.
-	UpToDate bool
 }
 
 // markerEnv names the variable that marks every process of one run (a
@@ -265,6 +262,12 @@ func GoCommand() string {
 // BuildTimeout bounds one `go build`: a cold cache on a slow laptop
 // compiles net/http first.
 const BuildTimeout = 10 * time.Minute
+
+// buildFlags are every build's flags (see Build).
+var buildFlags = []string{"-trimpath", "-gcflags=-l", "-ldflags=-s -w"}
+
+// buildEnv is what every build adds to the lab's environment.
+var buildEnv = []string{"GOWORK=off"}
 
 // Build runs `go build` of pkg into bin in dir, with an optional overlay.
 // GOWORK=off: a go.work a student keeps above the clone must not change

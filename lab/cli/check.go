@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -106,9 +107,13 @@ func checkOptions(args []string, stderr io.Writer) (c checkRequest, code int, ok
 	if len(pos) != 1 {
 		return c, usageError(fs, stderr, "%s", msg.T("usage.one_exercise")), false
 	}
-	lesson, err := course.ParseExercise(pos[0])
-	if err != nil {
-		return c, usageError(fs, stderr, "%v", err), false
+	root, ok := findRoot("check", stderr)
+	if !ok {
+		return c, 1, false
+	}
+	lesson, code, ok := findLesson(fs, root, pos[0], stderr)
+	if !ok {
+		return c, code, false
 	}
 	switch {
 	case *timeout <= 0:
@@ -116,32 +121,38 @@ func checkOptions(args []string, stderr io.Writer) (c checkRequest, code int, ok
 	case *repeat < 1 || *repeat > 100:
 		return c, usageError(fs, stderr, "%s", msg.T("usage.repeat_range")), false
 	}
-	root, ok := findRoot("check", stderr)
-	if !ok {
-		return c, 1, false
-	}
-	req := grade.Request{Root: root, Lesson: lesson, Answer: lesson.Starter(), Timeout: *timeout, Repeat: *repeat, Separate: *separate, Variant: *variant, Only: *only, Seed: *seed, Case: *oneCase}
-	if *answer == "" {
-		starter := filepath.Join(root, filepath.FromSlash(lesson.Starter()))
+	req := grade.Request{Root: root, Lesson: lesson, Timeout: *timeout, Repeat: *repeat, Separate: *separate, Variant: *variant, Only: *only, Seed: *seed, Case: *oneCase}
+	c.grader, c.req, code, ok = graded(fs, stderr, req, *answer)
+	return c, code, ok
+}
+
+// graded completes req (its answer: the folder answer, or the exercise's
+// starter when answer is "") and returns it with the lesson's grader,
+// which has accepted it: what lab check and lab watch check. A problem is
+// printed as fs's command's; code is the exit code when ok is false (2 for
+// a usage error, with fs's usage).
+func graded(fs *flag.FlagSet, stderr io.Writer, req grade.Request, answer string) (g grade.Grader, _ grade.Request, code int, ok bool) {
+	req.Answer = req.Lesson.Starter()
+	if answer == "" {
+		starter := filepath.Join(req.Root, filepath.FromSlash(req.Answer))
 		if _, err := os.Stat(starter); err != nil {
-			fmt.Fprint(stderr, msg.T("check.no_starter", lesson.Exercise(), err))
-			return c, 1, false
+			fmt.Fprint(stderr, msg.T("check.no_starter", fs.Name(), req.Lesson.Exercise(), err))
+			return nil, req, 1, false
 		}
 	} else {
 		wd, err := os.Getwd()
 		if err == nil {
-			req.Answer, err = grade.ResolveAnswer(root, wd, *answer)
+			req.Answer, err = grade.ResolveAnswer(req.Root, wd, answer)
 		}
 		if err != nil {
-			return c, usageError(fs, stderr, "%v", err), false
+			return nil, req, usageError(fs, stderr, "%v", err), false
 		}
 	}
-	c.grader = graderFor(root, lesson)
-	if err := c.grader.Accept(req); err != nil {
-		return c, usageError(fs, stderr, "%v", err), false
+	g = graderFor(req.Root, req.Lesson)
+	if err := g.Accept(req); err != nil {
+		return nil, req, usageError(fs, stderr, "%v", err), false
 	}
-	c.req = req
-	return c, 0, true
+	return g, req, 0, true
 }
 
 // remember records the verdict for `lab list`; losing it is not worth

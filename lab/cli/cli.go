@@ -1,6 +1,6 @@
-// Package cli implements the lab command. Main is shared by lab/main.go and
-// by the testscript suite, which registers it as the `lab` command so scripts
-// need no build step.
+// Package cli is the lab command: its subcommands, their flags, usage errors
+// and output. Main is shared by lab/main.go and by the testscript suite,
+// which registers it as the `lab` command so scripts need no build step.
 package cli
 
 import (
@@ -126,10 +126,6 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprint(w, msg.T("lab.usage_tail"))
 }
-
-// Lesson returns the manifest's lesson of an exercise name ("E14"), for the
-// testscripts, which cannot import the manifest's package.
-func Lesson(exercise string) (course.Lesson, error) { return course.ParseExercise(exercise) }
 
 // GeneratedRequired is how many generated mutants lab check requires of an
 // answer to exercise l (for the testscripts, which derive their counts).

@@ -25,11 +25,10 @@ const DocsRecord = ".ci/docs-verified.txt"
 
 // docsInputs are the folders whose files a demo's figures depend on: the
 // lab that runs it, the toolkit its program is built on (kit/demo and what
-// it uses), the provider it drives, the checkpoints it builds and the
-// shared packages. Tests, Markdown and testdata are left out: they change
-// no figure. The lesson's own folder (its page, its demo program) is added
+// it uses), the provider it drives and the checkpoints it builds. Tests,
+// Markdown and testdata are left out: they change no figure. The lesson's own folder (its page, its demo program) is added
 // per page.
-var docsInputs = []string{"lab", "kit", "provider", "internal", "checkpoints", "go.mod", "go.sum"}
+var docsInputs = []string{"lab", "kit", "provider", "checkpoints", "go.mod", "go.sum"}
 
 // docsHash is the hex SHA-256 of what the figures of page depend on: the
 // Go release, every input file by name and content, the lesson's folder

@@ -156,7 +156,11 @@ func TestEveryVerifyScriptGroupHasScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	scripts := scriptNames(root)
-	for _, it := range verifyItems(root) {
+	lessons, err := course.Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range verifyItems(root, lessons) {
 		if it.want == 0 || it.run != nil {
 			continue
 		}
@@ -184,7 +188,10 @@ func TestEveryVerifyScriptGroupHasScripts(t *testing.T) {
 // after it), so a new broken check the grader's tests never grade fails it.
 func TestVerifyGraderItemWantsACasePerBrokenCheck(t *testing.T) {
 	root := repoRoot(t)
-	l, _ := course.ByNumber(15)
+	l, err := course.Find(root, "E15")
+	if err != nil {
+		t.Fatal(err)
+	}
 	broken, err := check.Of(root, l, check.Tools, "")
 	if err != nil || len(broken) < 2 {
 		t.Fatalf("%d broken checks (%v)", len(broken), err)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/kit/msg"
 )
 
@@ -23,13 +22,13 @@ func runHint(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 1 {
 		return usageError(fset, stderr, "%s", msg.T("usage.one_exercise"))
 	}
-	lesson, err := course.ParseExercise(pos[0])
-	if err != nil {
-		return usageError(fset, stderr, "%v", err)
-	}
 	root, ok := findRoot("hint", stderr)
 	if !ok {
 		return 1
+	}
+	lesson, code, ok := findLesson(fset, root, pos[0], stderr)
+	if !ok {
+		return code
 	}
 	hint := msg.Twin(lesson.Hint())
 	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(hint)))

@@ -28,9 +28,9 @@ func runKillset(root string, names []string, runs int, wheats bool, stdout, stde
 	if wheats {
 		flag, set, run = "--wheats", mutation.Wheats, mutation.WheatSet
 	}
-	lessons, ok := mutantLessons(flag, names, stderr)
-	if !ok {
-		return 2
+	lessons, code := mutantLessons(root, flag, names, stderr)
+	if code != 0 {
+		return code
 	}
 	if runs < 3 {
 		fmt.Fprintf(stderr, "lab verify %s: --runs must be at least 3 (a mutant is required, and a wheat kept, only when the reference fails, or passes, on it every run)\n", flag)
@@ -38,7 +38,7 @@ func runKillset(root string, names []string, runs int, wheats bool, stdout, stde
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	code := 0
+	code = 0
 	for _, l := range lessons {
 		began := time.Now()
 		if wheats && !set.Declared(root, l) {
@@ -71,35 +71,40 @@ func runKillset(root string, names []string, runs int, wheats bool, stdout, stde
 		if wheats {
 			what = "rejected wheat's"
 		}
-		fmt.Fprintf(stdout, "%s: wrote %s (%.0f s); review each %s `review:` line, then go test ./kit/course/\n",
+		fmt.Fprintf(stdout, "%s: wrote %s (%.0f s); review each %s `review:` line, then go test ./lab/coursetest/\n",
 			l.Exercise(), set.File(l), time.Since(began).Seconds(), what)
 	}
 	return code
 }
 
-// mutantLessons parses the named exercises, each graded with mutants (none
-// named: every mutant-graded one); false after a usage error said on
-// stderr.
-func mutantLessons(flag string, names []string, stderr io.Writer) ([]course.Lesson, bool) {
+// mutantLessons finds the named exercises, each graded with mutants (none
+// named: every mutant-graded one); else the exit code after an error said
+// on stderr.
+func mutantLessons(root, flag string, names []string, stderr io.Writer) ([]course.Lesson, int) {
 	var lessons []course.Lesson
 	for _, n := range names {
-		l, err := course.ParseExercise(n)
+		l, err := course.Find(root, n)
 		if err != nil {
 			fmt.Fprintf(stderr, "lab verify %s: %v\n", flag, err)
-			return nil, false
+			return nil, 2
 		}
 		if l.Method != report.Mutants {
 			fmt.Fprintf(stderr, "lab verify %s: %s is not graded with mutants\n", flag, l.Exercise())
-			return nil, false
+			return nil, 2
 		}
 		lessons = append(lessons, l)
 	}
 	if len(lessons) == 0 {
-		for _, l := range course.Lessons {
+		all, err := course.Load(root)
+		if err != nil {
+			fmt.Fprintf(stderr, "lab verify %s: %v\n", flag, err)
+			return nil, 1
+		}
+		for _, l := range all {
 			if l.Method == report.Mutants {
 				lessons = append(lessons, l)
 			}
 		}
 	}
-	return lessons, true
+	return lessons, 0
 }

@@ -35,21 +35,25 @@ func runList(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprint(stderr, msg.T("list.state_error", err))
 	}
-	writeList(stdout, root, st)
+	lessons, ok := loadLessons("list", root, stderr)
+	if !ok {
+		return 1
+	}
+	writeList(stdout, root, lessons, st)
 	return 0
 }
 
-func writeList(w io.Writer, root string, st course.State) {
-	titles := make([]string, len(course.Lessons))
+func writeList(w io.Writer, root string, lessons []course.Lesson, st course.State) {
+	titles := make([]string, len(lessons))
 	head := msg.T("list.col_lesson")
 	width := textWidth(head)
-	for i, l := range course.Lessons {
+	for i, l := range lessons {
 		titles[i] = l.DisplayTitle(root)
 		width = max(width, textWidth(titles[i])+4)
 	}
 	fmt.Fprintf(w, "%s  %s  %s\n", pad(head, width), pad(msg.T("list.col_exercise"), 8), msg.T("list.col_status"))
 	passed := 0
-	for i, l := range course.Lessons {
+	for i, l := range lessons {
 		p := st.Exercises[l.Exercise()]
 		status := progressWord(p.Status)
 		if p.Status != report.Passed && p.PassedAt != nil {
@@ -63,14 +67,14 @@ func writeList(w io.Writer, root string, st course.State) {
 		}
 		fmt.Fprintf(w, "%s  %-8s  %s\n", pad(fmt.Sprintf("%d  %s", l.Number, titles[i]), width), l.Exercise(), status)
 	}
-	fmt.Fprint(w, msg.T("list.passed", passed, len(course.Lessons)))
-	fmt.Fprint(w, msg.T("list.next", next(root, st)))
+	fmt.Fprint(w, msg.T("list.passed", passed, len(lessons)))
+	fmt.Fprint(w, msg.T("list.next", next(root, lessons, st)))
 }
 
 // next suggests the step after the student's progress: the first exercise
 // not passed yet.
-func next(root string, st course.State) string {
-	for _, l := range course.Lessons {
+func next(root string, lessons []course.Lesson, st course.State) string {
+	for _, l := range lessons {
 		ex := l.Exercise()
 		switch st.Exercises[ex].Status {
 		case report.Passed:

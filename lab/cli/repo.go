@@ -28,6 +28,31 @@ func findRoot(cmd string, stderr io.Writer) (string, bool) {
 	return "", false
 }
 
+// findLesson returns the lesson of an exercise name in the course under
+// root: an unknown exercise is a usage error (exit 2), a lesson.toml lab
+// cannot read exit 1.
+func findLesson(fs *flag.FlagSet, root, name string, stderr io.Writer) (course.Lesson, int, bool) {
+	l, err := course.Find(root, name)
+	switch {
+	case errors.Is(err, course.ErrUnknownExercise):
+		return l, usageError(fs, stderr, "%v", err), false
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		return l, 1, false
+	}
+	return l, 0, true
+}
+
+// loadLessons returns the course's lessons under root, or says why not.
+func loadLessons(cmd, root string, stderr io.Writer) ([]course.Lesson, bool) {
+	ls, err := course.Load(root)
+	if err != nil {
+		fmt.Fprintf(stderr, "lab %s: %v\n", cmd, err)
+		return nil, false
+	}
+	return ls, true
+}
+
 // newFlags returns a flag set for a subcommand whose errors go to stderr.
 func newFlags(cmd, args string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("lab "+cmd, flag.ContinueOnError)

@@ -28,13 +28,13 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 2 {
 		return usageError(fs, stderr, "want an exercise and the name of one of its checks, like E14 no_retry")
 	}
-	lesson, err := course.ParseExercise(pos[0])
-	if err != nil {
-		return usageError(fs, stderr, "%v", err)
-	}
 	root, ok := findRoot("show", stderr)
 	if !ok {
 		return 1
+	}
+	lesson, code, ok := findLesson(fs, root, pos[0], stderr)
+	if !ok {
+		return code
 	}
 	v, err := check.Find(root, lesson, check.All, pos[1])
 	var unknown *check.UnknownError

@@ -97,16 +97,20 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	if *killset || *wheats {
 		return runKillset(root, filters, *runs, *wheats, stdout, stderr)
 	}
-	items := verifyItems(root)
+	lessons, ok := loadLessons("verify", root, stderr)
+	if !ok {
+		return 1
+	}
+	items := verifyItems(root, lessons)
 	if *docs {
-		items = docsItems(root)
+		items = docsItems(root, lessons)
 		if len(items) == 0 {
 			fmt.Fprintln(stderr, "lab verify --docs: no page has a <!-- figures: lab demo ... --> marker")
 			return 1
 		}
 	}
 	if *deep {
-		items = append(items, deepItems(root)...)
+		items = append(items, deepItems(root, lessons)...)
 	}
 	if len(filters) > 0 {
 		items = slices.DeleteFunc(items, func(it verifyItem) bool {
@@ -279,7 +283,7 @@ type scriptGroup struct {
 // verifyItems discovers what there is to verify, in the order a reader
 // expects: checkpoints, exercises (answer, starter, mutants or grader),
 // provider, the lab command.
-func verifyItems(root string) []verifyItem {
+func verifyItems(root string, lessons []course.Lesson) []verifyItem {
 	var items []verifyItem
 	for _, n := range checkpointNumbers(root) {
 		dir := filepath.Join(root, "checkpoints", n)
@@ -311,7 +315,7 @@ func verifyItems(root string) []verifyItem {
 		}
 	}
 	prefixed := func(p string) func(string) bool { return func(s string) bool { return strings.HasPrefix(s, p) } }
-	for _, l := range course.Lessons {
+	for _, l := range lessons {
 		p := strings.ToLower(l.Exercise()) + "_"
 		g := graderFor(root, l)
 		items = append(items, scriptRun(l.Exercise()+": "+g.Proves()+" (scripts "+p+"*)", prefixed(p)))

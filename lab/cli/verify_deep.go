@@ -17,9 +17,9 @@ import (
 // checked: every mutant of a checkpoint should make its tests fail, and
 // every wheat should pass them. The notes name the failing tests, so an
 // instructor can see that each mutant breaks only what its story says.
-func deepItems(root string) []verifyItem {
+func deepItems(root string, lessons []course.Lesson) []verifyItem {
 	var items []verifyItem
-	for _, l := range course.Lessons {
+	for _, l := range lessons {
 		if vs, err := checkpointChecks(root, l); err == nil && len(vs) == 0 {
 			continue // no mutant or wheat of the checkpoint (E15's checks are broken tools)
 		}

@@ -21,9 +21,9 @@ import (
 // figure its markers name, within the tolerance written beside it, on the
 // English page and on its Chinese twin (README.zh-CN.md) alike: the twin
 // shows the same demo's output, and one run checks both.
-func docsItems(root string) []verifyItem {
+func docsItems(root string, lessons []course.Lesson) []verifyItem {
 	var items []verifyItem
-	for _, l := range course.Lessons {
+	for _, l := range lessons {
 		var markers []demo.Marker
 		var bad []verifyItem
 		for _, p := range l.Pages() {

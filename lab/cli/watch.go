@@ -2,11 +2,11 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"quoteflowlab.dev/kit/course"
@@ -50,19 +50,26 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	exercise := ""
+	var lesson course.Lesson
 	if len(pos) == 1 {
-		exercise = pos[0]
+		var code int
+		if lesson, code, ok = findLesson(fs, root, pos[0], stderr); !ok {
+			return code
+		}
 	} else {
-		l, ok := firstNotPassed(root, stderr)
+		lessons, ok := loadLessons("watch", root, stderr)
+		if !ok {
+			return 1
+		}
+		l, ok := firstNotPassed(root, lessons, stderr)
 		if !ok {
 			fmt.Fprint(stderr, msg.T("watch.all_pass"))
 			return 1
 		}
-		exercise = l.Exercise()
+		lesson = l
 	}
-	s := &watchSession{root: root, stdout: stdout, stderr: stderr, poll: *poll, interval: *interval, timeout: *timeout, usage: fs.Usage}
-	req, code, ok := s.options(exercise, *answer)
+	s := &watchSession{root: root, stdout: stdout, stderr: stderr, poll: *poll, interval: *interval, timeout: *timeout, flags: fs}
+	req, code, ok := s.options(lesson, *answer)
 	if !ok {
 		return code
 	}
@@ -86,7 +93,7 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 }
 
 // firstNotPassed is the exercise `lab list` sends the student to.
-func firstNotPassed(root string, stderr io.Writer) (course.Lesson, bool) {
+func firstNotPassed(root string, lessons []course.Lesson, stderr io.Writer) (course.Lesson, bool) {
 	st, warnings, err := course.LoadState(course.StateDir(root))
 	for _, w := range warnings {
 		fmt.Fprint(stderr, msg.T("watch.warning", w))
@@ -94,7 +101,7 @@ func firstNotPassed(root string, stderr io.Writer) (course.Lesson, bool) {
 	if err != nil {
 		fmt.Fprint(stderr, msg.T("watch.state_error", err))
 	}
-	for _, l := range course.Lessons {
+	for _, l := range lessons {
 		if st.Exercises[l.Exercise()].Status != report.Passed {
 			return l, true
 		}
@@ -109,30 +116,20 @@ type watchSession struct {
 	poll           bool
 	interval       time.Duration
 	timeout        time.Duration
-	usage          func()
-	clear          bool        // stdout is a terminal: clear it between runs
-	keys           <-chan byte // key presses; nil without a terminal
+	flags          *flag.FlagSet // lab watch's: its name and usage in what it prints
+	clear          bool          // stdout is a terminal: clear it between runs
+	keys           <-chan byte   // key presses; nil without a terminal
 }
 
-// options parses the check's options with lab check's own parser, so that
-// watch checks exactly what lab check would; its complaints are reworded
-// as lab watch's.
-func (s *watchSession) options(exercise, answer string) (checkRequest, int, bool) {
-	args := []string{exercise, "--timeout", s.timeout.String()}
-	if answer != "" {
-		args = append(args, "--answer", answer)
-	}
-	var said strings.Builder
-	req, code, ok := checkOptions(args, &said)
-	if !ok {
-		usageLine, _, _ := strings.Cut(msg.T("flags.usage", "check", "\x00"), "\x00")
-		text, _, _ := strings.Cut(said.String(), usageLine)
-		fmt.Fprint(s.stderr, strings.ReplaceAll(text, "lab check", "lab watch"))
-		if code == 2 {
-			s.usage()
-		}
-	}
-	return req, code, ok
+// options is the check of lesson's answer ("": its starter) that lab
+// check would run, with the session's timeout.
+func (s *watchSession) options(lesson course.Lesson, answer string) (checkRequest, int, bool) {
+	var c checkRequest
+	req := grade.Request{Root: s.root, Lesson: lesson, Timeout: s.timeout, Repeat: 1}
+	var code int
+	var ok bool
+	c.grader, c.req, code, ok = graded(s.flags, s.stderr, req, answer)
+	return c, code, ok
 }
 
 // watch checks one exercise on every change until Ctrl-C or a key. again
@@ -211,17 +208,17 @@ func (s *watchSession) watch(ctx context.Context, req checkRequest) (next checkR
 				pending = true
 			case 'h', 'H':
 				hint := l
-				if n, ok := nextLesson(l); ok && passed {
+				if n, ok := nextLesson(s.root, l); ok && passed {
 					hint = n
 				}
 				fmt.Fprintln(s.stdout)
 				runHint([]string{hint.Exercise()}, s.stdout, s.stderr)
 			case 'n', 'N':
-				n, ok := nextLesson(l)
+				n, ok := nextLesson(s.root, l)
 				if !ok || !passed || cur != nil {
 					continue
 				}
-				if next, code, ok := s.options(n.Exercise(), ""); ok {
+				if next, code, ok := s.options(n, ""); ok {
 					return next, code, true
 				}
 			}
@@ -260,7 +257,7 @@ func (s *watchSession) footer(l course.Lesson, passed, recorded bool, shown stri
 		} else {
 			fmt.Fprint(s.stdout, msg.T("watch.passed_not_recorded", l.Exercise(), l.Starter()))
 		}
-		n, ok := nextLesson(l)
+		n, ok := nextLesson(s.root, l)
 		switch {
 		case !ok:
 			fmt.Fprint(s.stdout, msg.T("watch.last_exercise"))
@@ -276,12 +273,13 @@ func (s *watchSession) footer(l course.Lesson, passed, recorded bool, shown stri
 }
 
 // nextLesson is the lesson after l in the manifest.
-func nextLesson(l course.Lesson) (course.Lesson, bool) {
-	i := slices.IndexFunc(course.Lessons, func(x course.Lesson) bool { return x.Exercise() == l.Exercise() })
-	if i < 0 || i+1 >= len(course.Lessons) {
+func nextLesson(root string, l course.Lesson) (course.Lesson, bool) {
+	ls, err := course.Load(root)
+	i := slices.IndexFunc(ls, func(x course.Lesson) bool { return x.Number == l.Number })
+	if err != nil || i < 0 || i+1 >= len(ls) {
 		return course.Lesson{}, false
 	}
-	return course.Lessons[i+1], true
+	return ls[i+1], true
 }
 
 // modeLine is the first line: how changes are noticed, and how to switch.

@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// lab watch's usage errors exit 2, in its own words (the check's options
-// are parsed by lab check's parser), before anything is watched or built.
+// lab watch's usage errors exit 2, in its own words (the check's request
+// is completed and accepted as lab check's), before anything is watched or
+// built.
 func TestWatchUsage(t *testing.T) {
 	for _, tc := range []struct {
 		args string

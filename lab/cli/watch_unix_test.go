@@ -16,8 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"quoteflowlab.dev/internal/kept"
-	"quoteflowlab.dev/internal/testpar"
+	"quoteflowlab.dev/kit/testpar"
 
 	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/lab/internal/watch"
@@ -60,23 +59,6 @@ func labCommand(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return exe
-}
-
-// stateDir is a LAB_STATE_DIR for one test whose lab check cache is kept
-// from one run of the suite to the next (internal/kept): lab check names an
-// answer outside the course by its content, so go build finds the binaries
-// of the answers this test saved last time up to date and does not link
-// them again (the watch tests' links were most of their CPU). go decides
-// from each binary's build ID, so what runs is always what was saved.
-func stateDir(t *testing.T) string {
-	t.Helper()
-	state := t.TempDir()
-	give, err := kept.TakeAs("watch-"+strings.ReplaceAll(t.Name(), "/", "-")+"-cache", filepath.Join(state, "cache"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(give) // after lab watch is killed (cleanups run last first)
-	return state
 }
 
 // TestMain runs the test binary as lab when asked to (see runAsLab). The
@@ -331,7 +313,7 @@ func TestWatchWeakThenGood(t *testing.T) {
 	for _, mode := range []string{"poll", "events"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel() // its own folder, state dir and lab process
-			dir, state := t.TempDir(), stateDir(t)
+			dir, state := t.TempDir(), t.TempDir()
 			main := filepath.Join(dir, "main.go")
 			write(t, main, committedStarter(t, root), "")
 			args := []string{"E12", "--answer", dir}
@@ -397,7 +379,7 @@ func TestWatchBurstIsOneRun(t *testing.T) {
 			if mode == "poll" {
 				args = append(args, "--poll")
 			}
-			p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + stateDir(t)}, args...)
+			p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + t.TempDir()}, args...)
 			if l := p.waitLine(regexp.MustCompile(`.`), 10*time.Second); strings.Contains(l.text, "could not be set up") {
 				t.Skipf("no file events here: %s", l.text)
 			}
@@ -513,7 +495,7 @@ func TestWatchSavesDuringARunQueueOne(t *testing.T) {
 	write(t, main, slow, "")
 	// Polled every 100 ms, so that the waits below span several polls
 	// without waiting out the default 500 ms ones.
-	p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + stateDir(t), "WATCH_TEST_PIDS=" + pids, "WATCH_TEST_GATE=" + gate}, "E12", "--poll", "--poll-interval", "100ms", "--answer", dir)
+	p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + t.TempDir(), "WATCH_TEST_PIDS=" + pids, "WATCH_TEST_GATE=" + gate}, "E12", "--poll", "--poll-interval", "100ms", "--answer", dir)
 	waitPids(t, pids) // run 1 is running the answer, until the gate opens
 	var saved time.Time
 	for i := range 3 {
@@ -550,7 +532,7 @@ func TestWatchInterruptKillsTheRun(t *testing.T) {
 	dir := t.TempDir()
 	pids := filepath.Join(t.TempDir(), "pids")
 	write(t, filepath.Join(dir, "main.go"), []byte(slowAnswer), "") // no gate: runs a minute
-	p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + stateDir(t), "WATCH_TEST_PIDS=" + pids}, "E12", "--answer", dir)
+	p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + t.TempDir(), "WATCH_TEST_PIDS=" + pids}, "E12", "--answer", dir)
 	pid, pgid, grandchild := waitPids(t, pids)
 	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }) // when the test fails, leave nothing behind
 	if pgid == p.cmd.Process.Pid {

@@ -31,7 +31,7 @@ import (
 // CONTRIBUTING.md ("Generated mutants") says how to review and map them.
 func TestGeneratedMutantsAreCurrentAndReviewed(t *testing.T) {
 	root := repoRoot(t)
-	for _, l := range course.Lessons {
+	for _, l := range lessons(t, root) {
 		if l.Method != report.Mutants {
 			continue
 		}
@@ -95,7 +95,7 @@ func joinKinds() string {
 // contract promises>`), or when a recorded wheat is no longer generated.
 func TestGeneratedWheatsAreCurrentAndReviewed(t *testing.T) {
 	root := repoRoot(t)
-	for _, l := range course.Lessons {
+	for _, l := range lessons(t, root) {
 		if l.Method != report.Mutants {
 			continue
 		}

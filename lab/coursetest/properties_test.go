@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"quoteflowlab.dev/kit/check"
-	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/kit/report"
 	"quoteflowlab.dev/lab/internal/mutagen"
 	"quoteflowlab.dev/lab/internal/mutation"
@@ -40,7 +39,7 @@ type property struct {
 // CONTRIBUTING.md ("Add a mutant") says how to add a row.
 func TestEveryPropertyHasItsSmallestViolation(t *testing.T) {
 	root := repoRoot(t)
-	for _, l := range course.Lessons {
+	for _, l := range lessons(t, root) {
 		if l.Method != report.Mutants {
 			continue
 		}

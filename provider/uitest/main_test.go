@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"quoteflowlab.dev/internal/testpar"
+	"quoteflowlab.dev/kit/testpar"
 )
 
 // TestMain lets every browser test run at once unless go test is given

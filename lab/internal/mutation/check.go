@@ -66,7 +66,7 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 	// (which says which build ran) learned the checkpoint's value and
 	// passed every later check by behaving well on that value alone. A
 	// fresh key costs the schema's packages a compile each check (E14's full
-	// check 3.1 → 3.75 s here) and the build shelf its hits.
+	// check 3.1 → 3.75 s here).
 	grade.TakeKey(o.CacheDir, grade.SchemataKey) // a key an older lab left: gone from the disk
 	s, err := grade.Open(o, grade.Keep{})
 	if err != nil {
@@ -165,7 +165,7 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 type checker struct {
 	o grade.Request
 	// s is the check's session: its key (in memory only while answers run)
-	// keys the schema's selectors and the shelf's stamps; its guard puts
+	// keys the schema's selectors; its guard puts
 	// the course back after every run.
 	s             *grade.Session
 	selfBusyNoted bool
@@ -231,7 +231,7 @@ func (c *checker) prepare(ctx context.Context, vs []check.Check) (*builds, error
 		return nil, err
 	}
 	defer b.clean() // what the build read says which selector is which
-	b.mainRes = c.s.Shelf.Build(ctx, o.Root, overlay, b.main, b.pkg)
+	b.mainRes = runner.Build(ctx, o.Root, overlay, b.main, b.pkg)
 	what := "the answer with the mutant schema (the checkpoint, every mutant and wheat)"
 	if b.schema == nil {
 		what = "the answer on the checkpoint"
@@ -245,7 +245,7 @@ func (c *checker) prepare(ctx context.Context, vs []check.Check) (*builds, error
 		if err != nil {
 			return nil, err
 		}
-		res := c.s.Shelf.Build(ctx, o.Root, plain, b.main, b.pkg)
+		res := runner.Build(ctx, o.Root, plain, b.main, b.pkg)
 		c.built("the answer on the plain checkpoint (the schema did not build)", res)
 		if res.OK() {
 			c.note(msg.T("mut.schema_failed") + "\n" + report.Shorten(buildOutput(b.mainRes), 600))
@@ -508,12 +508,8 @@ func (c *checker) step(kind, what string, d time.Duration) {
 	c.r.Timings.Add(kind, what, d.Milliseconds())
 }
 
-// built records a build's time, and that it was up to date when the shelf
-// did not start the go command.
+// built records a build's time.
 func (c *checker) built(what string, res runner.Result) {
-	if res.UpToDate {
-		what += ": up to date (nothing it reads changed since it was built; go build not run)"
-	}
 	c.step("build", what, res.Elapsed)
 }
 
@@ -552,7 +548,7 @@ func (c *checker) buildOwn(ctx context.Context, b *builds, vs []check.Check) {
 				results <- built{v.Name, "", err.Error()}
 				return
 			}
-			res := c.s.Shelf.Build(ctx, c.o.Root, ovFile, bin, b.pkg)
+			res := runner.Build(ctx, c.o.Root, ovFile, bin, b.pkg)
 			c.built("the answer on "+string(v.Kind)+" "+v.Name+" (a build of its own)", res)
 			if !res.OK() {
 				results <- built{v.Name, "", buildOutput(res)}

@@ -6,7 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"quoteflowlab.dev/internal/kept"
+	"quoteflowlab.dev/kit/kept"
 	"slices"
 	"strconv"
 	"strings"

@@ -119,7 +119,7 @@ func (g *grader) buildAll(ctx context.Context) bool {
 		}
 		overlay = abs
 	}
-	if res := g.opts.Shelf.BuildInto(ctx, g.dir, overlay, g.binDir, pkgs...); !res.OK() {
+	if res := runner.BuildInto(ctx, g.dir, overlay, g.binDir, pkgs...); !res.OK() {
 		return false
 	}
 	for _, tool := range Tools {
@@ -147,7 +147,7 @@ func (g *grader) buildOne(ctx context.Context, tool string) (string, error) {
 		overlay = abs
 	}
 	bin := filepath.Join(g.binDir, runner.Exe(tool))
-	if res := g.opts.Shelf.Build(ctx, src, overlay, bin, "."); !res.OK() {
+	if res := runner.Build(ctx, src, overlay, bin, "."); !res.OK() {
 		return "", fmt.Errorf("go build failed: %s", report.Shorten(report.OneLine(res.Output+" "+errText(res.Err)), 300))
 	}
 	return bin, nil

@@ -133,16 +133,13 @@ func checkWithin(ctx context.Context, o grade.Request, v check.Check, runBound t
 			return r
 		}
 	}
-	// The stamps' key is off the disk while the tools run. It is kept with
-	// the tools it stamps, so that checks of other answers (or variants)
-	// at the same time each find theirs.
-	s, err := grade.Open(o, grade.Keep{Dir: opts.BinDir, Name: grade.ToolsKey})
+	s, err := grade.Open(o, grade.Keep{})
 	if err != nil {
 		r.Verdict, r.Summary = report.Failed, "cannot read the course before running the tools: "+err.Error()
 		return r
 	}
 	defer s.Close()
-	opts.Machine, opts.Shelf, opts.Left = s.Monitor, s.Shelf, &s.Left
+	opts.Machine, opts.Left = s.Monitor, &s.Left
 	res := Grade(ctx, opts)
 	r.Properties, r.ElapsedMS, r.Notes = res.Props, res.Elapsed.Milliseconds(), res.Notes
 	r.Machine = &res.Machine

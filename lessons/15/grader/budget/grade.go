@@ -29,7 +29,6 @@ import (
 	"quoteflowlab.dev/kit/machine"
 	"quoteflowlab.dev/kit/msg"
 	"quoteflowlab.dev/kit/report"
-	"quoteflowlab.dev/kit/runner"
 )
 
 // Tools are the five programs an answer contains, one main package per folder.
@@ -59,9 +58,6 @@ type Options struct {
 	// directory, removed afterwards. A stable BinDir per answer (and overlay)
 	// lets go build skip relinking tools that did not change.
 	BinDir string
-	// Shelf, when not nil, builds: a tool whose inputs did not change since
-	// it built it is not handed to the go command (see runner.Shelf).
-	Shelf *runner.Shelf
 	// Progress, when not nil, receives one line per grading step.
 	Progress io.Writer
 	// Left counts what the tool runs leave running; nil: a count of

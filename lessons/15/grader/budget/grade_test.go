@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"quoteflowlab.dev/internal/kept"
-	"quoteflowlab.dev/internal/pressure"
 	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/kept"
+	"quoteflowlab.dev/kit/machine"
 	"quoteflowlab.dev/kit/report"
 	"quoteflowlab.dev/kit/runner"
 )
@@ -53,10 +53,10 @@ func TestReferencePasses(t *testing.T) {
 	if err := copyDir(referenceBins(t), bins); err != nil { // built once, shared with the variants
 		t.Fatal(err)
 	}
-	r := gradeAnswer(t, Options{Dir: e15().Reference(), BinDir: bins})
+	r := gradeAnswer(t, Options{Dir: e15(t).Reference(), BinDir: bins})
 	if r.Inconclusive {
-		t.Logf("inconclusive on a busy machine (%v): graded again %s", r.Notes, pressure.WaitQuieter(t.Context(), quietWait))
-		r = gradeAnswer(t, Options{Dir: e15().Reference(), BinDir: bins})
+		t.Logf("inconclusive on a busy machine (%v): graded again %s", r.Notes, machine.WaitQuieter(t.Context(), quietWait))
+		r = gradeAnswer(t, Options{Dir: e15(t).Reference(), BinDir: bins})
 	}
 	for _, p := range r.Props {
 		if !p.OK && p.Status != report.Busy {
@@ -86,7 +86,7 @@ const quietWait = 90 * time.Second
 // in lessons/15/exercise. Outside a git checkout it uses the working tree.
 func committedStarter(t *testing.T) string {
 	t.Helper()
-	root, starter := repoRoot(t), e15().Starter()
+	root, starter := repoRoot(t), e15(t).Starter()
 	list, err := gitOutput(root, "ls-tree", "-r", "--name-only", "HEAD", "--", starter)
 	if err != nil || len(list) == 0 {
 		t.Logf("not a git checkout (%v): grading the working tree's %s", err, starter)
@@ -156,7 +156,7 @@ func TestABuildFailureIsTheBrokenToolsAlone(t *testing.T) {
 	t.Parallel()
 	root := repoRoot(t)
 	dir := t.TempDir()
-	ref := filepath.Join(root, filepath.FromSlash(e15().Reference()))
+	ref := filepath.Join(root, filepath.FromSlash(e15(t).Reference()))
 	overlay := map[string]string{}
 	broken := filepath.Join(dir, "broken.go")
 	src, err := os.ReadFile(filepath.Join(ref, "probe", "main.go"))
@@ -202,9 +202,13 @@ func TestABuildFailureIsTheBrokenToolsAlone(t *testing.T) {
 	}
 }
 
-// e15 is the manifest's lesson 15.
-func e15() course.Lesson {
-	l, _ := course.ByNumber(15)
+// e15 is the course's lesson 15.
+func e15(t *testing.T) course.Lesson {
+	t.Helper()
+	l, err := course.Find(repoRoot(t), "E15")
+	if err != nil {
+		t.Fatal(err)
+	}
 	return l
 }
 

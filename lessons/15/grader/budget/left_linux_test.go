@@ -52,7 +52,7 @@ func init() {
 		t.Fatal(err)
 	}
 	root := repoRoot(t)
-	ref := filepath.Join(root, filepath.FromSlash(e15().Reference()))
+	ref := filepath.Join(root, filepath.FromSlash(e15(t).Reference()))
 	data, err := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(ref, "call", "leave.go"): leave}})
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func init() {
 	if err := copyDir(referenceBins(t), bins); err != nil {
 		t.Fatal(err)
 	}
-	r := gradeAnswer(t, Options{Dir: e15().Reference(), Overlay: ov, BinDir: bins, Only: "call_model"})
+	r := gradeAnswer(t, Options{Dir: e15(t).Reference(), Overlay: ov, BinDir: bins, Only: "call_model"})
 	written, err := os.ReadFile(pids)
 	if err != nil {
 		t.Fatalf("no call run left a process: %v", err)

@@ -15,7 +15,7 @@ import (
 // property, and that each compiles, is TestGraderRejectsEveryBrokenVariant.
 func TestBrokenVariantsAreWellFormed(t *testing.T) {
 	root := repoRoot(t)
-	l := e15()
+	l := e15(t)
 	variants, err := check.Of(root, l, check.Tools, "")
 	if err != nil {
 		t.Fatal(err)

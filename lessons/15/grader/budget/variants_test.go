@@ -15,11 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"quoteflowlab.dev/internal/kept"
 	"quoteflowlab.dev/kit/check"
 	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/kit/grade"
+	"quoteflowlab.dev/kit/kept"
 	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/kit/runner"
 )
 
 // variantsAtOnce is how many broken variants are graded at a time: two per
@@ -67,7 +68,7 @@ func TestGraderRejectsEveryBrokenVariant(t *testing.T) {
 		t.Skip("builds and grades the E15 tools once per broken variant")
 	}
 	t.Parallel() // beside TestReferencePasses and the package's other gradings
-	root, l := repoRoot(t), e15()
+	root, l := repoRoot(t), e15(t)
 	variants, err := check.Of(root, l, check.Tools, "")
 	if err != nil {
 		t.Fatal(err)
@@ -214,18 +215,16 @@ func referenceBins(t *testing.T) string {
 			give = func() { os.RemoveAll(dir) }
 		}
 		refDir, refGive = dir, give
-		// One go build of the five tools, skipped when nothing they are
-		// built from changed since the last run (the stamps' key is kept
-		// with them; nothing runs in this folder).
-		root, l := repoRoot(t), e15()
-		key := grade.TakeKey(dir, grade.ToolsKey)
-		defer grade.PutKey(dir, grade.ToolsKey, key)
+		// One go build of the five tools, which finds them up to date when
+		// nothing they are built from changed since the last run (nothing
+		// runs in this folder).
+		root, l := repoRoot(t), e15(t)
 		var pkgs []string
 		for _, tool := range Tools {
 			pkgs = append(pkgs, "./"+tool)
 		}
 		src := filepath.Join(root, filepath.FromSlash(l.Reference()))
-		if res := grade.Shelf(root, key).BuildInto(context.Background(), src, "", dir, pkgs...); !res.OK() {
+		if res := runner.BuildInto(context.Background(), src, "", dir, pkgs...); !res.OK() {
 			refErr = res.Output + " " + errText(res.Err)
 		}
 	})

@@ -1,6 +1,4 @@
-// Package pressure reads how long the machine's tasks have waited for a
-// CPU, from Linux's pressure stall information.
-package pressure
+package machine
 
 import (
 	"context"

@@ -1,15 +1,15 @@
 //go:build lessondeps
 
-// Package lessondeps names the checkpoint packages that the lessons'
+// This file names the checkpoint packages that the lessons'
 // starters and reference answers import. Those folders are in go.mod's
 // ignore block (left out of ./...), and go mod tidy does not look into
 // ignored folders: without this file it would drop the require lines of the
 // checkpoints only they import, and `go run ./lessons/17/exercise` would
 // no longer build. go mod tidy reads every file whatever its build tags;
-// no build sets lessondeps, so nothing here is ever compiled.
+// no build sets the tag lessondeps, so nothing here is ever compiled.
 // TestLessonsThatImportACheckpointAreLeftOutOfDotDotDot keeps the list
 // exact.
-package lessondeps
+package coursetest
 
 import (
 	_ "quoteflowlab.dev/checkpoints/12/quoteflow"
