@@ -13,18 +13,10 @@ import (
 // runClean implements `lab clean`: remove lab check's build cache. Progress
 // (state.json) is kept.
 func runClean(args []string, stdout, stderr io.Writer) int {
-	fset := newFlags("clean", "   (removes the build cache under .lab/cache; your progress is kept)", stderr)
-	noteState(fset)
-	pos, code, ok := parseArgs(fset, args)
+	f := form{name: "clean", usage: "   (removes the build cache under .lab/cache; your progress is kept)", state: true, wrong: "takes no arguments"}
+	_, root, code, ok := f.parse(f.flags(stderr), args, stderr)
 	if !ok {
 		return code
-	}
-	if len(pos) != 0 {
-		return usageError(fset, stderr, "takes no arguments")
-	}
-	root, ok := findRoot("clean", stderr)
-	if !ok {
-		return 1
 	}
 	cache := filepath.Join(course.StateDir(root), "cache")
 	size := dirSize(cache)

@@ -18,17 +18,11 @@ import (
 // runDiff implements `lab diff NN MM`: the unified diff from checkpoint NN's
 // sources to checkpoint MM's, file by file.
 func runDiff(args []string, stdout, stderr io.Writer) int {
-	fset := newFlags("diff", "NN MM   (for example: lab diff 13 14)", stderr)
-	pos, code, ok := parseArgs(fset, args)
+	f := form{name: "diff", usage: "NN MM   (for example: lab diff 13 14)", min: 2, max: 2, wrong: "want two checkpoint numbers"}
+	fset := f.flags(stderr)
+	pos, root, code, ok := f.parse(fset, args, stderr)
 	if !ok {
 		return code
-	}
-	if len(pos) != 2 {
-		return usageError(fset, stderr, "want two checkpoint numbers")
-	}
-	root, ok := findRoot("diff", stderr)
-	if !ok {
-		return 1
 	}
 	var dirs [2]string
 	for i, a := range pos {

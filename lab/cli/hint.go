@@ -14,17 +14,11 @@ import (
 // runHint implements `lab hint ENN`: it prints lessons/NN/hint.md, or its
 // Chinese edition hint.zh-CN.md when lab speaks Chinese.
 func runHint(args []string, stdout, stderr io.Writer) int {
-	fset := newFlags("hint", "ENN", stderr)
-	pos, code, ok := parseArgs(fset, args)
+	f := form{name: "hint", usage: "ENN", min: 1, max: 1, wrong: "usage.one_exercise"}
+	fset := f.flags(stderr)
+	pos, root, code, ok := f.parse(fset, args, stderr)
 	if !ok {
 		return code
-	}
-	if len(pos) != 1 {
-		return usageError(fset, stderr, "%s", msg.T("usage.one_exercise"))
-	}
-	root, ok := findRoot("hint", stderr)
-	if !ok {
-		return 1
 	}
 	lesson, code, ok := findLesson(fset, root, pos[0], stderr)
 	if !ok {

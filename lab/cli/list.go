@@ -15,18 +15,10 @@ import (
 // runList implements `lab list`: every lesson, its exercise's remembered
 // status, the progress, and what to do next.
 func runList(args []string, stdout, stderr io.Writer) int {
-	fset := newFlags("list", "", stderr)
-	noteState(fset)
-	pos, code, ok := parseArgs(fset, args)
+	f := form{name: "list", state: true, wrong: "usage.no_args"}
+	_, root, code, ok := f.parse(f.flags(stderr), args, stderr)
 	if !ok {
 		return code
-	}
-	if len(pos) != 0 {
-		return usageError(fset, stderr, "%s", msg.T("usage.no_args"))
-	}
-	root, ok := findRoot("list", stderr)
-	if !ok {
-		return 1
 	}
 	st, warnings, err := course.LoadState(course.StateDir(root))
 	for _, w := range warnings {

@@ -28,6 +28,41 @@ func findRoot(cmd string, stderr io.Writer) (string, bool) {
 	return "", false
 }
 
+// A form is what a command takes, declared once: its usage line after "lab
+// NAME", whether the usage says where progress is kept, and how many
+// positional arguments it wants (a message ID or the text to say when the
+// number is off).
+type form struct {
+	name, usage string
+	state       bool
+	min, max    int
+	wrong       string
+}
+
+// flags is the command's flag set (its own flags go on it before parse).
+func (f form) flags(stderr io.Writer) *flag.FlagSet {
+	fs := newFlags(f.name, f.usage, stderr)
+	if f.state {
+		noteState(fs)
+	}
+	return fs
+}
+
+// parse parses args with fs, checks the number of positional arguments and
+// finds the repository root; else the exit code, after saying why.
+func (f form) parse(fs *flag.FlagSet, args []string, stderr io.Writer) (pos []string, root string, code int, ok bool) {
+	if pos, code, ok = parseArgs(fs, args); !ok {
+		return nil, "", code, false
+	}
+	if len(pos) < f.min || len(pos) > f.max {
+		return nil, "", usageError(fs, stderr, "%s", msg.T(f.wrong)), false
+	}
+	if root, ok = findRoot(f.name, stderr); !ok {
+		return nil, "", 1, false
+	}
+	return pos, root, 0, true
+}
+
 // findLesson returns the lesson of an exercise name in the course under
 // root: an unknown exercise is a usage error (exit 2), a lesson.toml lab
 // cannot read exit 1.

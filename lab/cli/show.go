@@ -20,17 +20,11 @@ import (
 // runShow implements `lab show ENN NAME`: a check's story and its edit, as
 // a unified diff of the file as it is now.
 func runShow(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("show", "ENN NAME   (for example: lab show E14 no_retry)", stderr)
-	pos, code, ok := parseArgs(fs, args)
+	f := form{name: "show", usage: "ENN NAME   (for example: lab show E14 no_retry)", min: 2, max: 2, wrong: "want an exercise and the name of one of its checks, like E14 no_retry"}
+	fs := f.flags(stderr)
+	pos, root, code, ok := f.parse(fs, args, stderr)
 	if !ok {
 		return code
-	}
-	if len(pos) != 2 {
-		return usageError(fs, stderr, "want an exercise and the name of one of its checks, like E14 no_retry")
-	}
-	root, ok := findRoot("show", stderr)
-	if !ok {
-		return 1
 	}
 	lesson, code, ok := findLesson(fs, root, pos[0], stderr)
 	if !ok {

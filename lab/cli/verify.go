@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -67,7 +68,8 @@ type verifyResult struct {
 // instructor's run over every checkpoint, answer, starter, mutant and the
 // provider, as groups of the suite's own tests.
 func runVerify(args []string, stdout, stderr io.Writer) int {
-	fset := newFlags("verify", "[--json] [--deep | --docs] [--no-cache] [FILTER...]   (FILTER: run only items whose name contains it, e.g. E14)\n   or: lab verify --killset [--runs N] [ENN...]\n   or: lab verify --wheats [--runs N] [ENN...]\n   or: lab verify --weak [--parallel N] [--sample N --seed S] [ENN...]", stderr)
+	f := form{name: "verify", usage: "[--json] [--deep | --docs] [--no-cache] [FILTER...]   (FILTER: run only items whose name contains it, e.g. E14)\n   or: lab verify --killset [--runs N] [ENN...]\n   or: lab verify --wheats [--runs N] [ENN...]\n   or: lab verify --weak [--parallel N] [--sample N --seed S] [ENN...]", max: math.MaxInt}
+	fset := f.flags(stderr)
 	asJSON := fset.Bool("json", false, "print the results as one JSON document (progress goes to stderr)")
 	noCache := fset.Bool("no-cache", false, "rerun tests whose results go test has cached (go test -count=1)")
 	deep := fset.Bool("deep", false, "also run each checkpoint's own tests against each of its mutants (slower)")
@@ -80,13 +82,9 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	runs := fset.Int("runs", 3, "with --killset or --wheats: runs of the reference answer per generated mutant or wheat (at least 3)")
 	recorded := fset.Bool("recorded", false, "with --docs: run only the demos whose inputs changed since they last passed, as "+DocsRecord+" records (CI)")
 	docs := fset.Bool("docs", false, "only check the lesson pages' figures: run each `lab demo` a page shows and compare its figures with the page's, within the tolerances written beside them (a demo whose figures drift is run once more, and that run decides)")
-	filters, code, ok := parseArgs(fset, args)
+	filters, root, code, ok := f.parse(fset, args, stderr)
 	if !ok {
 		return code
-	}
-	root, ok := findRoot("verify", stderr)
-	if !ok {
-		return 1
 	}
 	if *killset && *wheats {
 		return usageError(fset, stderr, "--killset and --wheats are two runs: give one")
