@@ -88,7 +88,7 @@ func runChecked(ctx context.Context, c checkRequest, stderr io.Writer) report.Re
 // lesson's grader accept it. When ok is false, code is the exit code: 2 for
 // a usage error, 1 outside the repository, 0 after -h.
 func checkOptions(args []string, stderr io.Writer) (c checkRequest, code int, ok bool) {
-	f := form{name: "check", usage: "ENN [--answer DIR] [--json] [--timings] [--timeout D] [--repeat N] [--separate] [--only NAME] [--variant NAME] [--seed N] [--case CASE]", state: true, min: 1, max: 1, wrong: "usage.one_exercise"}
+	f := form{name: "check", usage: "ENN [--answer DIR] [--json] [--timings] [--timeout D] [--repeat N] [--separate] [--only NAME] [--variant NAME] [--seed N] [--case CASE]", state: true, min: 1, max: 1, wrong: "usage.one_exercise", exercise: true}
 	fs := f.flags(stderr)
 	answer := fs.String("answer", "", msg.T("check.flag.answer"))
 	fs.BoolVar(&c.asJSON, "json", false, msg.T("check.flag.json", report.SchemaVersion))
@@ -100,14 +100,11 @@ func checkOptions(args []string, stderr io.Writer) (c checkRequest, code int, ok
 	variant := fs.String("variant", "", msg.T("check.flag.variant"))
 	seed := fs.Uint64("seed", 0, msg.T("check.flag.seed"))
 	oneCase := fs.String("case", "", msg.T("check.flag.case"))
-	pos, root, code, ok := f.parse(fs, args, stderr)
+	in, code, ok := f.parse(fs, args, stderr)
 	if !ok {
 		return c, code, false
 	}
-	lesson, code, ok := findLesson(fs, root, pos[0], stderr)
-	if !ok {
-		return c, code, false
-	}
+	root, lesson := in.root, in.lesson
 	switch {
 	case *timeout <= 0:
 		return c, usageError(fs, stderr, "%s", msg.T("usage.timeout_positive")), false

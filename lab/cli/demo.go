@@ -62,10 +62,12 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	pos, root, code, ok := f.parse(fs, args, stderr)
+	c, code, ok := f.parse(fs, args, stderr)
 	if !ok {
 		return code
 	}
+	root = c.root
+	pos := c.pos
 	lesson, err := strconv.Atoi(pos[0])
 	if err != nil || !slices.Contains(demoLessons(root), lesson) {
 		return usageError(fs, stderr, "no demo %q", fmt.Sprint(pos))

@@ -20,19 +20,19 @@ import (
 func runDiff(args []string, stdout, stderr io.Writer) int {
 	f := form{name: "diff", usage: "NN MM   (for example: lab diff 13 14)", min: 2, max: 2, wrong: "want two checkpoint numbers"}
 	fset := f.flags(stderr)
-	pos, root, code, ok := f.parse(fset, args, stderr)
+	c, code, ok := f.parse(fset, args, stderr)
 	if !ok {
 		return code
 	}
 	var dirs [2]string
-	for i, a := range pos {
+	for i, a := range c.pos {
 		n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSuffix(a, "/"), "checkpoints/"))
 		dirs[i] = "checkpoints/" + strconv.Itoa(n)
-		if fi, serr := os.Stat(filepath.Join(root, dirs[i])); err != nil || serr != nil || !fi.IsDir() {
-			return usageError(fset, stderr, "no checkpoint %q (have: %s)", a, strings.Join(checkpointNumbers(root), ", "))
+		if fi, serr := os.Stat(filepath.Join(c.root, dirs[i])); err != nil || serr != nil || !fi.IsDir() {
+			return usageError(fset, stderr, "no checkpoint %q (have: %s)", a, strings.Join(checkpointNumbers(c.root), ", "))
 		}
 	}
-	out, err := diffTrees(root, dirs[0], dirs[1])
+	out, err := diffTrees(c.root, dirs[0], dirs[1])
 	if err != nil {
 		fmt.Fprintf(stderr, "lab diff: %v\n", err)
 		return 1

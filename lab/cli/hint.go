@@ -14,21 +14,17 @@ import (
 // runHint implements `lab hint ENN`: it prints lessons/NN/hint.md, or its
 // Chinese edition hint.zh-CN.md when lab speaks Chinese.
 func runHint(args []string, stdout, stderr io.Writer) int {
-	f := form{name: "hint", usage: "ENN", min: 1, max: 1, wrong: "usage.one_exercise"}
-	fset := f.flags(stderr)
-	pos, root, code, ok := f.parse(fset, args, stderr)
+	f := form{name: "hint", usage: "ENN", min: 1, max: 1, wrong: "usage.one_exercise", exercise: true}
+	c, code, ok := f.parse(f.flags(stderr), args, stderr)
 	if !ok {
 		return code
 	}
-	lesson, code, ok := findLesson(fset, root, pos[0], stderr)
-	if !ok {
-		return code
-	}
+	lesson := c.lesson
 	hint := msg.Twin(lesson.Hint())
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(hint)))
+	data, err := os.ReadFile(filepath.Join(c.root, filepath.FromSlash(hint)))
 	if errors.Is(err, fs.ErrNotExist) && hint != lesson.Hint() {
 		hint = lesson.Hint() // no Chinese hint yet: the English one
-		data, err = os.ReadFile(filepath.Join(root, filepath.FromSlash(hint)))
+		data, err = os.ReadFile(filepath.Join(c.root, filepath.FromSlash(hint)))
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		fmt.Fprint(stderr, msg.T("hint.none", lesson.Exercise(), lesson.Hint()))

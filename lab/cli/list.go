@@ -16,22 +16,22 @@ import (
 // status, the progress, and what to do next.
 func runList(args []string, stdout, stderr io.Writer) int {
 	f := form{name: "list", state: true, wrong: "usage.no_args"}
-	_, root, code, ok := f.parse(f.flags(stderr), args, stderr)
+	c, code, ok := f.parse(f.flags(stderr), args, stderr)
 	if !ok {
 		return code
 	}
-	st, warnings, err := course.LoadState(course.StateDir(root))
+	st, warnings, err := course.LoadState(course.StateDir(c.root))
 	for _, w := range warnings {
 		fmt.Fprint(stderr, msg.T("list.warning", w))
 	}
 	if err != nil {
 		fmt.Fprint(stderr, msg.T("list.state_error", err))
 	}
-	lessons, ok := loadLessons("list", root, stderr)
+	lessons, ok := loadLessons("list", c.root, stderr)
 	if !ok {
 		return 1
 	}
-	writeList(stdout, root, lessons, st)
+	writeList(stdout, c.root, lessons, st)
 	return 0
 }
 

@@ -20,16 +20,13 @@ import (
 // runShow implements `lab show ENN NAME`: a check's story and its edit, as
 // a unified diff of the file as it is now.
 func runShow(args []string, stdout, stderr io.Writer) int {
-	f := form{name: "show", usage: "ENN NAME   (for example: lab show E14 no_retry)", min: 2, max: 2, wrong: "want an exercise and the name of one of its checks, like E14 no_retry"}
+	f := form{name: "show", usage: "ENN NAME   (for example: lab show E14 no_retry)", min: 2, max: 2, wrong: "want an exercise and the name of one of its checks, like E14 no_retry", exercise: true}
 	fs := f.flags(stderr)
-	pos, root, code, ok := f.parse(fs, args, stderr)
+	c, code, ok := f.parse(fs, args, stderr)
 	if !ok {
 		return code
 	}
-	lesson, code, ok := findLesson(fs, root, pos[0], stderr)
-	if !ok {
-		return code
-	}
+	root, pos, lesson := c.root, c.pos, c.lesson
 	v, err := check.Find(root, lesson, check.All, pos[1])
 	var unknown *check.UnknownError
 	switch {
