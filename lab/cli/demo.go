@@ -27,10 +27,7 @@ import (
 func runDemo(args []string, stdout, stderr io.Writer) int {
 	f := form{name: "demo", usage: "NN [NAME]", min: 1, max: 2, wrong: "want a lesson number and, optionally, a demo name"}
 	fs := f.flags(stderr)
-	root := ""
-	if wd, err := os.Getwd(); err == nil {
-		root, _ = course.FindRoot(wd)
-	}
+	root, _ := course.FindRoot(".")
 	help, lesson := demoHelpAsked(root, args)
 	fs.Usage = func() {
 		w := stderr // a usage error's; asked for, the help is the answer: stdout

@@ -9,6 +9,7 @@ import (
 
 	"quoteflowlab.dev/kit/check"
 	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/testenv"
 )
 
 // Usage errors exit 2 with a message on stderr and nothing on stdout; -h
@@ -147,14 +148,7 @@ func TestVerifyGroupsScriptResults(t *testing.T) {
 // Every script group lab verify reports matches at least one script, so
 // a rename cannot make an item silently run nothing.
 func TestEveryVerifyScriptGroupHasScripts(t *testing.T) {
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := course.FindRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testenv.Root(t)
 	scripts := scriptNames(root)
 	lessons, err := course.Load(root)
 	if err != nil {
@@ -187,7 +181,7 @@ func TestEveryVerifyScriptGroupHasScripts(t *testing.T) {
 // the lesson has a passing case among the grader's tests (a case named
 // after it), so a new broken check the grader's tests never grade fails it.
 func TestVerifyGraderItemWantsACasePerBrokenCheck(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	l, err := course.Find(root, "E15")
 	if err != nil {
 		t.Fatal(err)

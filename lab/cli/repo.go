@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,15 +16,12 @@ import (
 // findRoot returns the repository root above the working directory, or
 // prints why there is none.
 func findRoot(cmd string, stderr io.Writer) (string, bool) {
-	wd, err := os.Getwd()
-	if err == nil {
-		var root string
-		if root, err = course.FindRoot(wd); err == nil {
-			return root, true
-		}
+	root, err := course.FindRoot(".")
+	if err != nil {
+		fmt.Fprintf(stderr, "lab %s: %v\n", cmd, err)
+		return "", false
 	}
-	fmt.Fprintf(stderr, "lab %s: %v\n", cmd, err)
-	return "", false
+	return root, true
 }
 
 // A form is what a command takes, declared once: its usage line after "lab

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"quoteflowlab.dev/kit/testenv"
 	"quoteflowlab.dev/kit/testpar"
 
-	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/lab/internal/watch"
 )
 
@@ -71,19 +71,6 @@ func TestMain(m *testing.M) {
 	}
 	testpar.PerCPU(3, 1)
 	os.Exit(m.Run())
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := course.FindRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
 }
 
 func startWatch(t *testing.T, bin, root string, env []string, args ...string) *watchProc {
@@ -303,7 +290,7 @@ func TestWatchWeakThenGood(t *testing.T) {
 		t.Skip("builds and checks E12 three times")
 	}
 	t.Parallel() // each watches its own folder with its own lab process
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	bin := labCommand(t)
 	good, err := os.ReadFile(filepath.Join(root, "lessons/13/answer_previous/main.go"))
 	if err != nil {
@@ -363,7 +350,7 @@ func TestWatchBurstIsOneRun(t *testing.T) {
 		t.Skip("builds and checks E12")
 	}
 	t.Parallel() // each watches its own folder with its own lab process
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	bin := labCommand(t)
 	good, err := os.ReadFile(filepath.Join(root, "lessons/13/answer_previous/main.go"))
 	if err != nil {
@@ -486,7 +473,7 @@ func TestWatchSavesDuringARunQueueOne(t *testing.T) {
 		t.Skip("builds and checks E12")
 	}
 	t.Parallel() // each watches its own folder with its own lab process
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	bin := labCommand(t)
 	dir := t.TempDir()
 	main, pids := filepath.Join(dir, "main.go"), filepath.Join(t.TempDir(), "pids")
@@ -527,7 +514,7 @@ func TestWatchInterruptKillsTheRun(t *testing.T) {
 		t.Skip("builds E12's answer")
 	}
 	t.Parallel() // each watches its own folder with its own lab process
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	bin := labCommand(t)
 	dir := t.TempDir()
 	pids := filepath.Join(t.TempDir(), "pids")

@@ -7,6 +7,7 @@ import (
 
 	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/kit/testenv"
 	"quoteflowlab.dev/lab/internal/mutagen"
 	"quoteflowlab.dev/lab/internal/mutation"
 )
@@ -30,7 +31,7 @@ import (
 //
 // CONTRIBUTING.md ("Generated mutants") says how to review and map them.
 func TestGeneratedMutantsAreCurrentAndReviewed(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	for _, l := range lessons(t, root) {
 		if l.Method != report.Mutants {
 			continue
@@ -94,7 +95,7 @@ func joinKinds() string {
 // reference rejected has no review line (`review: promised: <what the
 // contract promises>`), or when a recorded wheat is no longer generated.
 func TestGeneratedWheatsAreCurrentAndReviewed(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	for _, l := range lessons(t, root) {
 		if l.Method != report.Mutants {
 			continue

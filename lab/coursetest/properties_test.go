@@ -12,6 +12,7 @@ import (
 
 	"quoteflowlab.dev/kit/check"
 	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/kit/testenv"
 	"quoteflowlab.dev/lab/internal/mutagen"
 	"quoteflowlab.dev/lab/internal/mutation"
 )
@@ -38,7 +39,7 @@ type property struct {
 //
 // CONTRIBUTING.md ("Add a mutant") says how to add a row.
 func TestEveryPropertyHasItsSmallestViolation(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	for _, l := range lessons(t, root) {
 		if l.Method != report.Mutants {
 			continue

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"quoteflowlab.dev/kit/testenv"
 )
 
 func start(t *testing.T, dir string, poll bool) *Watcher {
@@ -37,28 +39,18 @@ func signalled(w *Watcher, within time.Duration) bool {
 	}
 }
 
-func writeFile(t *testing.T, p, s string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // Polling sees an edit that keeps the size and the modification time:
 // the content hash differs.
 func TestPollSeesSameSizeSameTimeEdit(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "main.go")
-	writeFile(t, f, "package main // aaaa\n")
+	testenv.Write(t, f, "package main // aaaa\n")
 	st, err := os.Stat(f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := start(t, dir, true)
-	writeFile(t, f, "package main // bbbb\n")
+	testenv.Write(t, f, "package main // bbbb\n")
 	if err := os.Chtimes(f, st.ModTime(), st.ModTime()); err != nil {
 		t.Fatal(err)
 	}
@@ -73,18 +65,18 @@ func TestMatchAndNewFolders(t *testing.T) {
 		name := map[bool]string{true: "poll", false: "events"}[poll]
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeFile(t, filepath.Join(dir, "main.go"), "package main\n")
+			testenv.Write(t, filepath.Join(dir, "main.go"), "package main\n")
 			w := start(t, dir, poll)
-			writeFile(t, filepath.Join(dir, "notes.txt"), "not Go")
-			writeFile(t, filepath.Join(dir, ".git", "x.go"), "hidden folder")
+			testenv.Write(t, filepath.Join(dir, "notes.txt"), "not Go")
+			testenv.Write(t, filepath.Join(dir, ".git", "x.go"), "hidden folder")
 			if signalled(w, 500*time.Millisecond) {
 				t.Fatal("a change to files that do not match was reported")
 			}
-			writeFile(t, filepath.Join(dir, "probe", "main.go"), "package main\n")
+			testenv.Write(t, filepath.Join(dir, "probe", "main.go"), "package main\n")
 			if !signalled(w, 5*time.Second) {
 				t.Fatal("a Go file in a new folder was not seen")
 			}
-			writeFile(t, filepath.Join(dir, "probe", "main.go"), "package main // edited\n")
+			testenv.Write(t, filepath.Join(dir, "probe", "main.go"), "package main // edited\n")
 			if !signalled(w, 5*time.Second) {
 				t.Fatal("an edit in the new folder was not seen")
 			}
@@ -99,7 +91,7 @@ func TestBurstIsOneSignal(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			f := filepath.Join(dir, "main.go")
-			writeFile(t, f, "package main\n")
+			testenv.Write(t, f, "package main\n")
 			w := start(t, dir, poll)
 			var end time.Time
 			for attempt := 1; ; attempt++ {
@@ -111,7 +103,7 @@ func TestBurstIsOneSignal(t *testing.T) {
 				last, gap := time.Now(), time.Duration(0)
 				for i := range 20 {
 					now := time.Now()
-					writeFile(t, f, "package main // "+strings.Repeat("x", i)+"\n")
+					testenv.Write(t, f, "package main // "+strings.Repeat("x", i)+"\n")
 					gap, last = max(gap, now.Sub(last)), now
 					time.Sleep(2 * time.Millisecond)
 				}
@@ -148,7 +140,7 @@ func TestFallsBackToPolling(t *testing.T) {
 	newWatcher = func() (*fsnotify.Watcher, error) { return nil, errors.New("too many open files") }
 	dir := t.TempDir()
 	f := filepath.Join(dir, "main.go")
-	writeFile(t, f, "package main\n")
+	testenv.Write(t, f, "package main\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w2, err := Start(ctx, Options{Dir: dir, Interval: 50 * time.Millisecond})
@@ -159,7 +151,7 @@ func TestFallsBackToPolling(t *testing.T) {
 	if w2.Mode != Poll || w2.Fallback == nil || !strings.Contains(w2.Fallback.Error(), "too many open files") {
 		t.Fatalf("mode %s, fallback %v; want poll, saying why", w2.Mode, w2.Fallback)
 	}
-	writeFile(t, f, "package main // edited\n")
+	testenv.Write(t, f, "package main // edited\n")
 	if !signalled(w2, 5*time.Second) {
 		t.Fatal("the fallback saw no change")
 	}
