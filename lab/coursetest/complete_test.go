@@ -118,6 +118,17 @@ func TestEveryCheckApplies(t *testing.T) {
 	}
 }
 
+// eachMutantLesson runs test on each mutant-graded lesson, as a subtest
+// named after its exercise.
+func eachMutantLesson(t *testing.T, test func(t *testing.T, root string, l course.Lesson)) {
+	root := testenv.Root(t)
+	for _, l := range lessons(t, root) {
+		if l.Method == report.Mutants {
+			t.Run(l.Exercise(), func(t *testing.T) { test(t, root, l) })
+		}
+	}
+}
+
 // lessons are the course's lessons under root.
 func lessons(t *testing.T, root string) []course.Lesson {
 	t.Helper()
