@@ -49,15 +49,27 @@ func TestHarnessExitCodes(t *testing.T) {
 		{"check E15 --variant no_floor", 2, "a file of the reference answer: add --answer lessons/16/answer_previous"},
 		{"check -h", 0, "-variant NAME"},
 	} {
-		var stdout, stderr strings.Builder
-		code := Main(strings.Fields(tc.args), &stdout, &stderr)
-		if code != tc.code || !strings.Contains(stderr.String(), tc.stderr) {
-			t.Errorf("lab %s: exit %d, stderr %q; want exit %d and %q", tc.args, code, stderr.String(), tc.code, tc.stderr)
-		}
-		if stdout.Len() != 0 {
-			t.Errorf("lab %s: wrote to stdout: %q", tc.args, stdout.String())
+		usageExits(t, tc.args, tc.code, tc.stderr)
+	}
+}
+
+// usageExits runs lab with args and wants the exit code, each of want in
+// stderr and nothing on stdout; it returns stderr.
+func usageExits(t *testing.T, args string, code int, want ...string) string {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	if got := Main(strings.Fields(args), &stdout, &stderr); got != code {
+		t.Errorf("lab %s: exit %d, want %d; stderr %q", args, got, code, stderr.String())
+	}
+	for _, w := range want {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("lab %s: stderr %q, want %q", args, stderr.String(), w)
 		}
 	}
+	if stdout.Len() != 0 {
+		t.Errorf("lab %s: wrote to stdout: %q", args, stdout.String())
+	}
+	return stderr.String()
 }
 
 func TestParseArgsTakesFlagsAnywhere(t *testing.T) {

@@ -118,41 +118,41 @@ func (p *watchProc) output() string {
 // waitLine reads lines until one matches re, failing after d.
 func (p *watchProc) waitLine(re *regexp.Regexp, d time.Duration) outLine {
 	p.t.Helper()
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	for {
-		select {
-		case l, ok := <-p.lines:
-			if !ok {
-				p.t.Fatalf("lab watch ended before printing a line matching %q", re)
-			}
-			p.seen = append(p.seen, l)
-			if re.MatchString(l.text) {
-				return l
-			}
-		case <-timer.C:
-			p.t.Fatalf("no line matching %q within %v", re, d)
-		}
+	l, matched, ended := p.scan(re, d)
+	switch {
+	case ended:
+		p.t.Fatalf("lab watch ended before printing a line matching %q", re)
+	case !matched:
+		p.t.Fatalf("no line matching %q within %v", re, d)
 	}
+	return l
 }
 
 // quiet reads lines for d and fails if one matches re.
 func (p *watchProc) quiet(re *regexp.Regexp, d time.Duration) {
 	p.t.Helper()
+	if l, matched, _ := p.scan(re, d); matched {
+		p.t.Fatalf("unexpected line %q", l.text)
+	}
+}
+
+// scan reads lines, keeping each, until one matches re (matched), lab
+// watch ends (ended) or d passes.
+func (p *watchProc) scan(re *regexp.Regexp, d time.Duration) (l outLine, matched, ended bool) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {
 		select {
 		case l, ok := <-p.lines:
 			if !ok {
-				return
+				return l, false, true
 			}
 			p.seen = append(p.seen, l)
 			if re.MatchString(l.text) {
-				p.t.Fatalf("unexpected line %q", l.text)
+				return l, true, false
 			}
 		case <-timer.C:
-			return
+			return l, false, false
 		}
 	}
 }
