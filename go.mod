@@ -88,4 +88,6 @@ ignore (
 	./lessons/19/answer_previous
 	./lessons/19/exercise
 	./lessons/20/answer_previous
+	./lessons/20/exercise
+	./lessons/21/answer_previous
 )

@@ -27,4 +27,6 @@ import (
 	_ "quoteflowlab.dev/checkpoints/19/fanout"
 	_ "quoteflowlab.dev/checkpoints/19/hedge"
 	_ "quoteflowlab.dev/checkpoints/19/quoteflow"
+	_ "quoteflowlab.dev/checkpoints/20/adaptive"
+	_ "quoteflowlab.dev/checkpoints/20/quoteflow"
 )

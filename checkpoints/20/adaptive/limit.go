@@ -40,7 +40,8 @@ type Config struct {
 	// Backoff multiplies the limit after a window with a failed call (a
 	// 503, a timeout): 0.8.
 	Backoff float64
-	// Smoothing is the share of a new limit taken at each step: 0.5.
+	// Smoothing is the share of a larger limit taken at each step up: 0.5.
+	// A step down (a queue) is taken whole: every call waits in it now.
 	Smoothing float64
 	// QueueSize is what the limit grows by (times Smoothing) in a window
 	// whose latency stays at the baseline: 2.
@@ -215,13 +216,15 @@ func (l *Limit) step() bool {
 		short := float64(l.sum) / float64(good)
 		st.short = time.Duration(short)
 		// The long average is the supplier's latency without a queue of
-		// ours: a window that looks like one does not move it, unless the
-		// limit is at its minimum (then the supplier is simply slower).
-		queued := l.long > 0 && short > c.Tolerance*l.long
+		// ours: only a window as fast or faster moves it, unless the limit
+		// is at its minimum (then the supplier is simply slower). A window
+		// a little slower may be a queue a little longer: let it move the
+		// average and the average creeps up a window at a time, and the
+		// limit with it, to its maximum.
 		switch {
 		case l.long == 0:
 			l.long = short
-		case !queued || l.current() <= c.Min:
+		case short <= l.long || l.current() <= c.Min:
 			l.long += (short - l.long) * 2 / float64(c.LongWindows+1)
 		}
 		if float64(l.busiest) < l.limit/2 {
@@ -231,11 +234,15 @@ func (l *Limit) step() bool {
 		}
 		gradient := max(0.5, min(1, c.Tolerance*l.long/short))
 		next := l.limit*gradient + c.QueueSize
+		if next < l.limit {
+			// A queue: every call waits in it now, so the limit takes the
+			// whole step at once.
+			l.limit = next
+			st.Reason = "shrink"
+			break
+		}
 		l.limit = l.limit*(1-c.Smoothing) + next*c.Smoothing
 		st.Reason = "grow"
-		if gradient < 1 {
-			st.Reason = "shrink"
-		}
 	}
 	l.limit = min(max(l.limit, float64(c.Min)), float64(c.Max))
 	st.Limit = l.current()

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"quoteflowlab.dev/checkpoints/20/adaptive"
 	"quoteflowlab.dev/checkpoints/20/fanout"
 	"quoteflowlab.dev/checkpoints/20/queue"
 )
@@ -89,7 +90,9 @@ func (s *Service) CompensateOnce(ctx context.Context) (int, error) {
 			defer catchPanic(&panics[i])
 			o := opts
 			o.Gate = s.gate(func(int) string { return tasks[i].Supplier })
-			r := fanout.Run(ctx, calls[i:i+1], o)[0]
+			// A queued line is still a basket's line: it waits behind
+			// single quotes at its supplier's line and is shed first.
+			r := fanout.Run(withPriority(ctx, adaptive.Low), calls[i:i+1], o)[0]
 			errs[i] = s.finish(ctx, todo[i], tasks[i], r)
 		})
 	}

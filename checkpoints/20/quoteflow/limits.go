@@ -49,7 +49,11 @@ func (s *Service) setLimits(cfg Config) error {
 	s.baskets = adaptive.NewLimiter(adaptive.Fixed(DefaultInbound), q)
 	s.limits = make(map[string]*adaptive.Limiter, len(suppliers))
 	for _, name := range suppliers {
-		l, err := adaptive.New(*cfg.Adaptive)
+		sc := *cfg.Adaptive
+		// A supplier's 503 or timeout is the supplier saying it holds more
+		// than it serves: halve, as TCP does on a loss (SupplierBackoff).
+		sc.Backoff = cmp.Or(sc.Backoff, SupplierBackoff)
+		l, err := adaptive.New(sc)
 		if err != nil {
 			return err
 		}
@@ -62,6 +66,12 @@ func (s *Service) setLimits(cfg Config) error {
 	}
 	return nil
 }
+
+// SupplierBackoff multiplies a supplier's adaptive limit after a window
+// with a failed call, unless Config.Adaptive sets Backoff. The inbound
+// limit keeps adaptive.DefaultBackoff: a quote shed by a supplier's line
+// is a weaker sign than the supplier's own 503.
+const SupplierBackoff = 0.5
 
 // priorityKey carries a call's priority to its supplier's limiter.
 type priorityKey struct{}

@@ -291,3 +291,32 @@ func TestBasketsNeverTakeASingleQuotesPlaceAtTheDoor(t *testing.T) {
 		}
 	})
 }
+
+// A line the compensation queue runs again is still a basket's line: it
+// takes its supplier's slot as a low-priority call, so it waits behind
+// single quotes and is shed first. Run at high priority, the queued lines
+// of shed baskets came back as single quotes' rivals (lab demo 20
+// priority: 369 of 863 single quotes' calls to atlas shed, 635 of 800
+// quotes refused at the door).
+func TestAQueuedLineRunsAgainAsABasketsLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := newFake(map[string]reply{"boreal": outage(time.Now().Add(100 * time.Millisecond))})
+		d := newData(t)
+		s := basketService(t, fake, d, Config{NoHedge: true, NoBreaker: true, MaxStale: -1,
+			Adaptive: &adaptive.Config{Initial: 4, Min: 1, Max: 12}})
+		b, err := s.Basket(t.Context(), lines(1))
+		if err != nil || b.Pending != 1 {
+			t.Fatalf("basket %+v, %v; want boreal queued", b, err)
+		}
+		before := s.LimitStats().Suppliers["boreal"].Passed
+		time.Sleep(time.Second)
+		if n, err := s.CompensateOnce(t.Context()); n != 1 || err != nil {
+			t.Fatalf("compensation: %d jobs, %v; want boreal's line", n, err)
+		}
+		after := s.LimitStats().Suppliers["boreal"].Passed
+		if after["low"] != before["low"]+1 || after["high"] != before["high"] {
+			t.Errorf("boreal's line passed low %d → %d, high %d → %d; want the queued line let through as low, once",
+				before["low"], after["low"], before["high"], after["high"])
+		}
+	})
+}
