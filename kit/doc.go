@@ -25,4 +25,6 @@
 //     of one's own and telling it from another's.
 //   - msg, fileid: lab's messages in English and Chinese, and knowing a
 //     file unchanged from its status alone.
+//   - testenv, testpar: for the course's tests: the repository root, a file
+//     written with its folders, and how many parallel tests run at once.
 package kit

@@ -27,52 +27,61 @@ import (
 // live can look at.
 type flights struct {
 	mu sync.Mutex
-	m  map[*http.Request]*flight
+	m  map[*http.Request]flight
 }
 
+// A flight is held in the map by value: the hot path allocates nothing for
+// it beyond the map's slot (and no func to take it back: see remove).
 type flight struct {
 	conn     net.Conn // nil when the server does not use ConnContext
 	supplier int      // -1 until a supplier handler says which
 }
 
 // add registers r and raises gauge with it; it returns the gauge's new
-// value and the func that takes both back.
-func (f *flights) add(r *http.Request, gauge *atomic.Int64) (int64, func()) {
+// value. remove takes both back.
+func (f *flights) add(r *http.Request, gauge *atomic.Int64) int64 {
 	c, _ := r.Context().Value(connKey{}).(net.Conn)
 	f.mu.Lock()
 	if f.m == nil {
-		f.m = map[*http.Request]*flight{}
+		f.m = map[*http.Request]flight{}
 	}
-	f.m[r] = &flight{conn: c, supplier: -1}
+	f.m[r] = flight{conn: c, supplier: -1}
 	n := gauge.Add(1)
 	f.mu.Unlock()
-	return n, func() {
-		f.mu.Lock()
-		delete(f.m, r)
-		gauge.Add(-1)
-		f.mu.Unlock()
-	}
+	return n
+}
+
+// remove takes back what add(r, gauge) did.
+func (f *flights) remove(r *http.Request, gauge *atomic.Int64) {
+	f.mu.Lock()
+	delete(f.m, r)
+	gauge.Add(-1)
+	f.mu.Unlock()
 }
 
 // setSupplier records that r is a call to supplier s and raises gauge (that
-// supplier's) with it; it returns the gauge's new value and the func that
+// supplier's) with it; it returns the gauge's new value. unsetSupplier
 // takes both back.
-func (f *flights) setSupplier(r *http.Request, s int, gauge *atomic.Int64) (int64, func()) {
+func (f *flights) setSupplier(r *http.Request, s int, gauge *atomic.Int64) int64 {
 	f.mu.Lock()
-	fl := f.m[r]
-	if fl != nil {
+	if fl, ok := f.m[r]; ok {
 		fl.supplier = s
+		f.m[r] = fl
 	}
 	n := gauge.Add(1)
 	f.mu.Unlock()
-	return n, func() {
-		f.mu.Lock()
-		if fl != nil {
-			fl.supplier = -1
-		}
-		gauge.Add(-1)
-		f.mu.Unlock()
+	return n
+}
+
+// unsetSupplier takes back what setSupplier(r, s, gauge) did.
+func (f *flights) unsetSupplier(r *http.Request, gauge *atomic.Int64) {
+	f.mu.Lock()
+	if fl, ok := f.m[r]; ok {
+		fl.supplier = -1
+		f.m[r] = fl
 	}
+	gauge.Add(-1)
+	f.mu.Unlock()
 }
 
 // live counts the running requests (of supplier s, or all when s < 0)

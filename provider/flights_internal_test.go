@@ -45,15 +45,16 @@ func TestFlightsLeaveOutAClientThatHungUp(t *testing.T) {
 	}
 	c1, s1 := pair()
 	_, s2 := pair()
-	_, done1 := f.add(request(s1), &active)
+	r1 := request(s1)
+	f.add(r1, &active)
 	r2 := request(s2)
-	n, done2 := f.add(r2, &active)
-	defer done2()
+	n := f.add(r2, &active)
+	defer f.remove(r2, &active)
 	if n != 2 {
 		t.Fatalf("the gauge after two requests: %d, want 2", n)
 	}
-	_, undo := f.setSupplier(r2, 1, &atBoreal)
-	defer undo()
+	f.setSupplier(r2, 1, &atBoreal)
+	defer f.unsetSupplier(r2, &atBoreal)
 	if got := f.live(-1); got != 2 {
 		t.Fatalf("two requests whose clients are there: live %d, want 2", got)
 	}
@@ -64,7 +65,7 @@ func TestFlightsLeaveOutAClientThatHungUp(t *testing.T) {
 	if got := f.live(1); got != 1 {
 		t.Errorf("supplier 1's request, its client there: live %d, want 1", got)
 	}
-	done1()
+	f.remove(r1, &active)
 	if got, a := f.live(-1), active.Load(); got != 1 || a != 1 {
 		t.Errorf("after the gone request ended: live %d, gauge %d, want 1 and 1", got, a)
 	}

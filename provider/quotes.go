@@ -5,8 +5,6 @@ import (
 	"net"
 	"net/http"
 	"time"
-
-	"github.com/gorilla/mux"
 )
 
 // quoteParams are the query parameters of /quotes/{supplier}.
@@ -21,14 +19,14 @@ const MaxQty = 100
 // request with an X-Request-ID is logged for /stats/requests.
 func (p *Provider) quote(st *state, w http.ResponseWriter, r *http.Request) (int, net.Conn) {
 	c := &supplierCall{call: call{st: st, w: w, r: r, arrival: time.Now()}, entry: -1}
-	name := mux.Vars(r)["supplier"]
+	name, _ := supplierPath(r.URL.Path) // the router matched it, or supplierFirst did
 	c.supplier = supplierIndex(name)
 	if c.supplier < 0 {
 		return c.fail(http.StatusNotFound, "unknown_supplier", fmt.Sprintf("no supplier %s (have atlas, boreal, cedar)", quoted(name))), nil
 	}
 	st.perSupplier[c.supplier].Add(1)
-	n, done := p.flights.setSupplier(r, c.supplier, &p.supplierActive[c.supplier])
-	defer done()
+	n := p.flights.setSupplier(r, c.supplier, &p.supplierActive[c.supplier])
+	defer p.flights.unsetSupplier(r, &p.supplierActive[c.supplier])
 	if n > st.supplierPeak[c.supplier].Load() {
 		n = p.flights.live(c.supplier)
 	}

@@ -32,8 +32,8 @@ func (p *Provider) counted(h workHandler) http.HandlerFunc {
 
 // count runs h between the counter updates.
 func (p *Provider) count(h workHandler, w http.ResponseWriter, r *http.Request) (int, net.Conn) {
-	active, done := p.flights.add(r, &p.active)
-	defer done()
+	active := p.flights.add(r, &p.active)
+	defer p.flights.remove(r, &p.active)
 	st := p.state.Load() // after raising active: see Reset
 	st.total.Add(1)
 	if active > st.maxActive.Load() {

@@ -88,8 +88,8 @@ func runChecked(ctx context.Context, c checkRequest, stderr io.Writer) report.Re
 // lesson's grader accept it. When ok is false, code is the exit code: 2 for
 // a usage error, 1 outside the repository, 0 after -h.
 func checkOptions(args []string, stderr io.Writer) (c checkRequest, code int, ok bool) {
-	fs := newFlags("check", "ENN [--answer DIR] [--json] [--timings] [--timeout D] [--repeat N] [--separate] [--only NAME] [--variant NAME] [--seed N] [--case CASE]", stderr)
-	noteState(fs)
+	f := form{name: "check", usage: "ENN [--answer DIR] [--json] [--timings] [--timeout D] [--repeat N] [--separate] [--only NAME] [--variant NAME] [--seed N] [--case CASE]", state: true, min: 1, max: 1, wrong: "usage.one_exercise", exercise: true}
+	fs := f.flags(stderr)
 	answer := fs.String("answer", "", msg.T("check.flag.answer"))
 	fs.BoolVar(&c.asJSON, "json", false, msg.T("check.flag.json", report.SchemaVersion))
 	timeout := fs.Duration("timeout", grade.DefaultTimeout, msg.T("check.flag.timeout"))
@@ -100,21 +100,11 @@ func checkOptions(args []string, stderr io.Writer) (c checkRequest, code int, ok
 	variant := fs.String("variant", "", msg.T("check.flag.variant"))
 	seed := fs.Uint64("seed", 0, msg.T("check.flag.seed"))
 	oneCase := fs.String("case", "", msg.T("check.flag.case"))
-	pos, code, ok := parseArgs(fs, args)
+	in, code, ok := f.parse(fs, args, stderr)
 	if !ok {
 		return c, code, false
 	}
-	if len(pos) != 1 {
-		return c, usageError(fs, stderr, "%s", msg.T("usage.one_exercise")), false
-	}
-	root, ok := findRoot("check", stderr)
-	if !ok {
-		return c, 1, false
-	}
-	lesson, code, ok := findLesson(fs, root, pos[0], stderr)
-	if !ok {
-		return c, code, false
-	}
+	root, lesson := in.root, in.lesson
 	switch {
 	case *timeout <= 0:
 		return c, usageError(fs, stderr, "%s", msg.T("usage.timeout_positive")), false

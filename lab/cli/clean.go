@@ -13,26 +13,18 @@ import (
 // runClean implements `lab clean`: remove lab check's build cache. Progress
 // (state.json) is kept.
 func runClean(args []string, stdout, stderr io.Writer) int {
-	fset := newFlags("clean", "   (removes the build cache under .lab/cache; your progress is kept)", stderr)
-	noteState(fset)
-	pos, code, ok := parseArgs(fset, args)
+	f := form{name: "clean", usage: "   (removes the build cache under .lab/cache; your progress is kept)", state: true, wrong: "takes no arguments"}
+	c, code, ok := f.parse(f.flags(stderr), args, stderr)
 	if !ok {
 		return code
 	}
-	if len(pos) != 0 {
-		return usageError(fset, stderr, "takes no arguments")
-	}
-	root, ok := findRoot("clean", stderr)
-	if !ok {
-		return 1
-	}
-	cache := filepath.Join(course.StateDir(root), "cache")
+	cache := filepath.Join(course.StateDir(c.root), "cache")
 	size := dirSize(cache)
 	if err := os.RemoveAll(cache); err != nil {
 		fmt.Fprintf(stderr, "lab clean: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "removed %s (%.1f MB); progress in %s is kept\n", cache, float64(size)/1e6, filepath.Join(course.StateDir(root), "state.json"))
+	fmt.Fprintf(stdout, "removed %s (%.1f MB); progress in %s is kept\n", cache, float64(size)/1e6, filepath.Join(course.StateDir(c.root), "state.json"))
 	return 0
 }
 

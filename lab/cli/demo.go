@@ -25,11 +25,9 @@ import (
 // runDemo runs a lesson page's experiments end to end: lesson NN's demo
 // program, lessons/NN/demo (see kit/demo), built and run.
 func runDemo(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("demo", "NN [NAME]", stderr)
-	root := ""
-	if wd, err := os.Getwd(); err == nil {
-		root, _ = course.FindRoot(wd)
-	}
+	f := form{name: "demo", usage: "NN [NAME]", min: 1, max: 2, wrong: "want a lesson number and, optionally, a demo name"}
+	fs := f.flags(stderr)
+	root, _ := course.FindRoot(".")
 	help, lesson := demoHelpAsked(root, args)
 	fs.Usage = func() {
 		w := stderr // a usage error's; asked for, the help is the answer: stdout
@@ -61,17 +59,12 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	pos, code, ok := parseArgs(fs, args)
+	c, code, ok := f.parse(fs, args, stderr)
 	if !ok {
 		return code
 	}
-	if len(pos) < 1 || len(pos) > 2 {
-		return usageError(fs, stderr, "want a lesson number and, optionally, a demo name")
-	}
-	root, ok = findRoot("demo", stderr)
-	if !ok {
-		return 1
-	}
+	root = c.root
+	pos := c.pos
 	lesson, err := strconv.Atoi(pos[0])
 	if err != nil || !slices.Contains(demoLessons(root), lesson) {
 		return usageError(fs, stderr, "no demo %q", fmt.Sprint(pos))

@@ -18,27 +18,21 @@ import (
 // runDiff implements `lab diff NN MM`: the unified diff from checkpoint NN's
 // sources to checkpoint MM's, file by file.
 func runDiff(args []string, stdout, stderr io.Writer) int {
-	fset := newFlags("diff", "NN MM   (for example: lab diff 13 14)", stderr)
-	pos, code, ok := parseArgs(fset, args)
+	f := form{name: "diff", usage: "NN MM   (for example: lab diff 13 14)", min: 2, max: 2, wrong: "want two checkpoint numbers"}
+	fset := f.flags(stderr)
+	c, code, ok := f.parse(fset, args, stderr)
 	if !ok {
 		return code
 	}
-	if len(pos) != 2 {
-		return usageError(fset, stderr, "want two checkpoint numbers")
-	}
-	root, ok := findRoot("diff", stderr)
-	if !ok {
-		return 1
-	}
 	var dirs [2]string
-	for i, a := range pos {
+	for i, a := range c.pos {
 		n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSuffix(a, "/"), "checkpoints/"))
 		dirs[i] = "checkpoints/" + strconv.Itoa(n)
-		if fi, serr := os.Stat(filepath.Join(root, dirs[i])); err != nil || serr != nil || !fi.IsDir() {
-			return usageError(fset, stderr, "no checkpoint %q (have: %s)", a, strings.Join(checkpointNumbers(root), ", "))
+		if fi, serr := os.Stat(filepath.Join(c.root, dirs[i])); err != nil || serr != nil || !fi.IsDir() {
+			return usageError(fset, stderr, "no checkpoint %q (have: %s)", a, strings.Join(checkpointNumbers(c.root), ", "))
 		}
 	}
-	out, err := diffTrees(root, dirs[0], dirs[1])
+	out, err := diffTrees(c.root, dirs[0], dirs[1])
 	if err != nil {
 		fmt.Fprintf(stderr, "lab diff: %v\n", err)
 		return 1

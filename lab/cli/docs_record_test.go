@@ -1,9 +1,10 @@
 package cli
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
+
+	"quoteflowlab.dev/kit/testenv"
 )
 
 // The hash a demo is recorded under changes with what its figures depend
@@ -12,16 +13,7 @@ import (
 // elsewhere, the lesson's mutants); the record reads back what it wrote.
 func TestDocsHashFollowsWhatTheFiguresDependOn(t *testing.T) {
 	root := t.TempDir()
-	write := func(name, text string) {
-		t.Helper()
-		p := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(name, text string) { testenv.Write(t, filepath.Join(root, filepath.FromSlash(name)), text) }
 	for _, f := range []string{"go.mod", "go.sum", "lab/main.go", "kit/demo/env.go", "kit/demo/env_test.go", "provider/p.go", "checkpoints/18/hedge/hedge.go",
 		"checkpoints/18/hedge/hedge_test.go", "checkpoints/18/README.md", "lessons/18/README.md", "lessons/18/failsafe/main.go",
 		"lessons/18/demo/demos.go", "lessons/18/checks/m.txtar", "lessons/17/README.md"} {

@@ -9,6 +9,7 @@ import (
 
 	"quoteflowlab.dev/kit/check"
 	"quoteflowlab.dev/kit/course"
+	"quoteflowlab.dev/kit/testenv"
 )
 
 // Usage errors exit 2 with a message on stderr and nothing on stdout; -h
@@ -48,15 +49,27 @@ func TestHarnessExitCodes(t *testing.T) {
 		{"check E15 --variant no_floor", 2, "a file of the reference answer: add --answer lessons/16/answer_previous"},
 		{"check -h", 0, "-variant NAME"},
 	} {
-		var stdout, stderr strings.Builder
-		code := Main(strings.Fields(tc.args), &stdout, &stderr)
-		if code != tc.code || !strings.Contains(stderr.String(), tc.stderr) {
-			t.Errorf("lab %s: exit %d, stderr %q; want exit %d and %q", tc.args, code, stderr.String(), tc.code, tc.stderr)
-		}
-		if stdout.Len() != 0 {
-			t.Errorf("lab %s: wrote to stdout: %q", tc.args, stdout.String())
+		usageExits(t, tc.args, tc.code, tc.stderr)
+	}
+}
+
+// usageExits runs lab with args and wants the exit code, each of want in
+// stderr and nothing on stdout; it returns stderr.
+func usageExits(t *testing.T, args string, code int, want ...string) string {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	if got := Main(strings.Fields(args), &stdout, &stderr); got != code {
+		t.Errorf("lab %s: exit %d, want %d; stderr %q", args, got, code, stderr.String())
+	}
+	for _, w := range want {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("lab %s: stderr %q, want %q", args, stderr.String(), w)
 		}
 	}
+	if stdout.Len() != 0 {
+		t.Errorf("lab %s: wrote to stdout: %q", args, stdout.String())
+	}
+	return stderr.String()
 }
 
 func TestParseArgsTakesFlagsAnywhere(t *testing.T) {
@@ -147,14 +160,7 @@ func TestVerifyGroupsScriptResults(t *testing.T) {
 // Every script group lab verify reports matches at least one script, so
 // a rename cannot make an item silently run nothing.
 func TestEveryVerifyScriptGroupHasScripts(t *testing.T) {
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := course.FindRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testenv.Root(t)
 	scripts := scriptNames(root)
 	lessons, err := course.Load(root)
 	if err != nil {
@@ -187,7 +193,7 @@ func TestEveryVerifyScriptGroupHasScripts(t *testing.T) {
 // the lesson has a passing case among the grader's tests (a case named
 // after it), so a new broken check the grader's tests never grade fails it.
 func TestVerifyGraderItemWantsACasePerBrokenCheck(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	l, err := course.Find(root, "E15")
 	if err != nil {
 		t.Fatal(err)

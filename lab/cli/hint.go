@@ -14,27 +14,17 @@ import (
 // runHint implements `lab hint ENN`: it prints lessons/NN/hint.md, or its
 // Chinese edition hint.zh-CN.md when lab speaks Chinese.
 func runHint(args []string, stdout, stderr io.Writer) int {
-	fset := newFlags("hint", "ENN", stderr)
-	pos, code, ok := parseArgs(fset, args)
+	f := form{name: "hint", usage: "ENN", min: 1, max: 1, wrong: "usage.one_exercise", exercise: true}
+	c, code, ok := f.parse(f.flags(stderr), args, stderr)
 	if !ok {
 		return code
 	}
-	if len(pos) != 1 {
-		return usageError(fset, stderr, "%s", msg.T("usage.one_exercise"))
-	}
-	root, ok := findRoot("hint", stderr)
-	if !ok {
-		return 1
-	}
-	lesson, code, ok := findLesson(fset, root, pos[0], stderr)
-	if !ok {
-		return code
-	}
+	lesson := c.lesson
 	hint := msg.Twin(lesson.Hint())
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(hint)))
+	data, err := os.ReadFile(filepath.Join(c.root, filepath.FromSlash(hint)))
 	if errors.Is(err, fs.ErrNotExist) && hint != lesson.Hint() {
 		hint = lesson.Hint() // no Chinese hint yet: the English one
-		data, err = os.ReadFile(filepath.Join(root, filepath.FromSlash(hint)))
+		data, err = os.ReadFile(filepath.Join(c.root, filepath.FromSlash(hint)))
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		fmt.Fprint(stderr, msg.T("hint.none", lesson.Exercise(), lesson.Hint()))

@@ -24,30 +24,13 @@ import (
 // With wheats (`lab verify --wheats`), the same for the wheats its
 // allowed.txt allows, into wheats.txt.
 func runKillset(root string, names []string, runs int, wheats bool, stdout, stderr io.Writer) int {
-	flag := "--killset"
+	flag, set, run := "--killset", mutation.Mutants, mutation.KillSet
 	if wheats {
-		flag = "--wheats"
+		flag, set, run = "--wheats", mutation.Wheats, mutation.WheatSet
 	}
-	var lessons []course.Lesson
-	for _, n := range names {
-		l, err := course.Find(root, n)
-		if err != nil {
-			fmt.Fprintf(stderr, "lab verify %s: %v\n", flag, err)
-			return 2
-		}
-		lessons = append(lessons, l)
-	}
-	if len(lessons) == 0 {
-		all, err := course.Load(root)
-		if err != nil {
-			fmt.Fprintf(stderr, "lab verify %s: %v\n", flag, err)
-			return 1
-		}
-		for _, l := range all {
-			if l.Method == report.Mutants {
-				lessons = append(lessons, l)
-			}
-		}
+	lessons, code := mutantLessons(root, flag, names, stderr)
+	if code != 0 {
+		return code
 	}
 	if runs < 3 {
 		fmt.Fprintf(stderr, "lab verify %s: --runs must be at least 3 (a mutant is required, and a wheat kept, only when the reference fails, or passes, on it every run)\n", flag)
@@ -55,23 +38,15 @@ func runKillset(root string, names []string, runs int, wheats bool, stdout, stde
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	code := 0
+	code = 0
 	for _, l := range lessons {
-		if l.Method != report.Mutants {
-			fmt.Fprintf(stderr, "lab verify %s: %s is not graded with mutants\n", flag, l.Exercise())
-			return 2
-		}
 		began := time.Now()
-		read, run, file := mutation.ReadGenerated, mutation.KillSet, mutation.GeneratedFile(l)
-		if wheats {
-			if !mutation.HasAllowed(root, l) {
-				fmt.Fprintf(stderr, "lab verify --wheats: %s has no %s: it allows no change to generate wheats from\n", l.Exercise(), mutation.AllowedFile(l))
-				code = 1
-				continue
-			}
-			read, run, file = mutation.ReadWheats, mutation.WheatSet, mutation.WheatsFile(l)
+		if wheats && !set.Declared(root, l) {
+			fmt.Fprintf(stderr, "lab verify --wheats: %s has no %s: it allows no change to generate wheats from\n", l.Exercise(), set.From(l))
+			code = 1
+			continue
 		}
-		prev, err := read(root, l)
+		prev, err := set.Read(root, l)
 		if err != nil {
 			fmt.Fprintf(stderr, "lab verify %s: %v (its reviews are not carried over)\n", flag, err)
 			prev = nil
@@ -87,7 +62,7 @@ func runKillset(root string, names []string, runs int, wheats bool, stdout, stde
 			fmt.Fprintf(stderr, "lab verify %s: %v\n", flag, err)
 			return 1
 		}
-		out := filepath.Join(root, filepath.FromSlash(file))
+		out := filepath.Join(root, filepath.FromSlash(set.File(l)))
 		if err := check.WriteIfChanged(out, b.Bytes()); err != nil {
 			fmt.Fprintf(stderr, "lab verify %s: %v\n", flag, err)
 			return 1
@@ -97,7 +72,39 @@ func runKillset(root string, names []string, runs int, wheats bool, stdout, stde
 			what = "rejected wheat's"
 		}
 		fmt.Fprintf(stdout, "%s: wrote %s (%.0f s); review each %s `review:` line, then go test ./lab/coursetest/\n",
-			l.Exercise(), file, time.Since(began).Seconds(), what)
+			l.Exercise(), set.File(l), time.Since(began).Seconds(), what)
 	}
 	return code
+}
+
+// mutantLessons finds the named exercises, each graded with mutants (none
+// named: every mutant-graded one); else the exit code after an error said
+// on stderr.
+func mutantLessons(root, flag string, names []string, stderr io.Writer) ([]course.Lesson, int) {
+	var lessons []course.Lesson
+	for _, n := range names {
+		l, err := course.Find(root, n)
+		if err != nil {
+			fmt.Fprintf(stderr, "lab verify %s: %v\n", flag, err)
+			return nil, 2
+		}
+		if l.Method != report.Mutants {
+			fmt.Fprintf(stderr, "lab verify %s: %s is not graded with mutants\n", flag, l.Exercise())
+			return nil, 2
+		}
+		lessons = append(lessons, l)
+	}
+	if len(lessons) == 0 {
+		all, err := course.Load(root)
+		if err != nil {
+			fmt.Fprintf(stderr, "lab verify %s: %v\n", flag, err)
+			return nil, 1
+		}
+		for _, l := range all {
+			if l.Method == report.Mutants {
+				lessons = append(lessons, l)
+			}
+		}
+	}
+	return lessons, 0
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"quoteflowlab.dev/kit/demo"
+	"quoteflowlab.dev/kit/testenv"
 )
 
 // Everything lab demo starts ends when lab ends, however it ends: a
@@ -122,7 +123,7 @@ func TestLabDemoLeavesNothingBehind(t *testing.T) {
 // outright; the provider listens on free ports.
 func TestProviderEndsWithGoRun(t *testing.T) {
 	exe := labCommand(t)
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	for _, tc := range []struct {
 		name string
 		cmd  func() *exec.Cmd

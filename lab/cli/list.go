@@ -15,31 +15,23 @@ import (
 // runList implements `lab list`: every lesson, its exercise's remembered
 // status, the progress, and what to do next.
 func runList(args []string, stdout, stderr io.Writer) int {
-	fset := newFlags("list", "", stderr)
-	noteState(fset)
-	pos, code, ok := parseArgs(fset, args)
+	f := form{name: "list", state: true, wrong: "usage.no_args"}
+	c, code, ok := f.parse(f.flags(stderr), args, stderr)
 	if !ok {
 		return code
 	}
-	if len(pos) != 0 {
-		return usageError(fset, stderr, "%s", msg.T("usage.no_args"))
-	}
-	root, ok := findRoot("list", stderr)
-	if !ok {
-		return 1
-	}
-	st, warnings, err := course.LoadState(course.StateDir(root))
+	st, warnings, err := course.LoadState(course.StateDir(c.root))
 	for _, w := range warnings {
 		fmt.Fprint(stderr, msg.T("list.warning", w))
 	}
 	if err != nil {
 		fmt.Fprint(stderr, msg.T("list.state_error", err))
 	}
-	lessons, ok := loadLessons("list", root, stderr)
+	lessons, ok := loadLessons("list", c.root, stderr)
 	if !ok {
 		return 1
 	}
-	writeList(stdout, root, lessons, st)
+	writeList(stdout, c.root, lessons, st)
 	return 0
 }
 

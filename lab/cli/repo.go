@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,15 +16,59 @@ import (
 // findRoot returns the repository root above the working directory, or
 // prints why there is none.
 func findRoot(cmd string, stderr io.Writer) (string, bool) {
-	wd, err := os.Getwd()
-	if err == nil {
-		var root string
-		if root, err = course.FindRoot(wd); err == nil {
-			return root, true
-		}
+	root, err := course.FindRoot(".")
+	if err != nil {
+		fmt.Fprintf(stderr, "lab %s: %v\n", cmd, err)
+		return "", false
 	}
-	fmt.Fprintf(stderr, "lab %s: %v\n", cmd, err)
-	return "", false
+	return root, true
+}
+
+// A form is what a command takes, declared once: its usage line after "lab
+// NAME", whether the usage says where progress is kept, how many
+// positional arguments it wants (a message ID or the text to say when the
+// number is off) and whether the first names an exercise.
+type form struct {
+	name, usage string
+	state       bool
+	min, max    int
+	wrong       string
+	exercise    bool
+}
+
+// A call is a command's arguments as its form parsed them.
+type call struct {
+	pos    []string
+	root   string        // the repository root
+	lesson course.Lesson // with form.exercise: the lesson of pos[0]
+}
+
+// flags is the command's flag set (its own flags go on it before parse).
+func (f form) flags(stderr io.Writer) *flag.FlagSet {
+	fs := newFlags(f.name, f.usage, stderr)
+	if f.state {
+		noteState(fs)
+	}
+	return fs
+}
+
+// parse parses args with fs, checks the number of positional arguments,
+// finds the repository root and the exercise's lesson; else the exit code,
+// after saying why.
+func (f form) parse(fs *flag.FlagSet, args []string, stderr io.Writer) (c call, code int, ok bool) {
+	if c.pos, code, ok = parseArgs(fs, args); !ok {
+		return c, code, false
+	}
+	if len(c.pos) < f.min || len(c.pos) > f.max {
+		return c, usageError(fs, stderr, "%s", msg.T(f.wrong)), false
+	}
+	if c.root, ok = findRoot(f.name, stderr); !ok {
+		return c, 1, false
+	}
+	if f.exercise {
+		c.lesson, code, ok = findLesson(fs, c.root, c.pos[0], stderr)
+	}
+	return c, code, ok
 }
 
 // findLesson returns the lesson of an exercise name in the course under

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -67,7 +68,8 @@ type verifyResult struct {
 // instructor's run over every checkpoint, answer, starter, mutant and the
 // provider, as groups of the suite's own tests.
 func runVerify(args []string, stdout, stderr io.Writer) int {
-	fset := newFlags("verify", "[--json] [--deep | --docs] [--no-cache] [FILTER...]   (FILTER: run only items whose name contains it, e.g. E14)\n   or: lab verify --killset [--runs N] [ENN...]\n   or: lab verify --wheats [--runs N] [ENN...]\n   or: lab verify --weak [--parallel N] [--sample N --seed S] [ENN...]", stderr)
+	f := form{name: "verify", usage: "[--json] [--deep | --docs] [--no-cache] [FILTER...]   (FILTER: run only items whose name contains it, e.g. E14)\n   or: lab verify --killset [--runs N] [ENN...]\n   or: lab verify --wheats [--runs N] [ENN...]\n   or: lab verify --weak [--parallel N] [--sample N --seed S] [ENN...]", max: math.MaxInt}
+	fset := f.flags(stderr)
 	asJSON := fset.Bool("json", false, "print the results as one JSON document (progress goes to stderr)")
 	noCache := fset.Bool("no-cache", false, "rerun tests whose results go test has cached (go test -count=1)")
 	deep := fset.Bool("deep", false, "also run each checkpoint's own tests against each of its mutants (slower)")
@@ -80,44 +82,40 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	runs := fset.Int("runs", 3, "with --killset or --wheats: runs of the reference answer per generated mutant or wheat (at least 3)")
 	recorded := fset.Bool("recorded", false, "with --docs: run only the demos whose inputs changed since they last passed, as "+DocsRecord+" records (CI)")
 	docs := fset.Bool("docs", false, "only check the lesson pages' figures: run each `lab demo` a page shows and compare its figures with the page's, within the tolerances written beside them (a demo whose figures drift is run once more, and that run decides)")
-	filters, code, ok := parseArgs(fset, args)
+	c, code, ok := f.parse(fset, args, stderr)
 	if !ok {
 		return code
-	}
-	root, ok := findRoot("verify", stderr)
-	if !ok {
-		return 1
 	}
 	if *killset && *wheats {
 		return usageError(fset, stderr, "--killset and --wheats are two runs: give one")
 	}
 	if *weak {
-		return runWeak(root, filters, *parallel, *sample, *seed, stdout, stderr)
+		return runWeak(c.root, c.pos, *parallel, *sample, *seed, stdout, stderr)
 	}
 	if *killset || *wheats {
-		return runKillset(root, filters, *runs, *wheats, stdout, stderr)
+		return runKillset(c.root, c.pos, *runs, *wheats, stdout, stderr)
 	}
-	lessons, ok := loadLessons("verify", root, stderr)
+	lessons, ok := loadLessons("verify", c.root, stderr)
 	if !ok {
 		return 1
 	}
-	items := verifyItems(root, lessons)
+	items := verifyItems(c.root, lessons)
 	if *docs {
-		items = docsItems(root, lessons)
+		items = docsItems(c.root, lessons)
 		if len(items) == 0 {
 			fmt.Fprintln(stderr, "lab verify --docs: no page has a <!-- figures: lab demo ... --> marker")
 			return 1
 		}
 	}
 	if *deep {
-		items = append(items, deepItems(root, lessons)...)
+		items = append(items, deepItems(c.root, lessons)...)
 	}
-	if len(filters) > 0 {
+	if len(c.pos) > 0 {
 		items = slices.DeleteFunc(items, func(it verifyItem) bool {
-			return !slices.ContainsFunc(filters, func(f string) bool { return strings.Contains(strings.ToLower(it.name), strings.ToLower(f)) })
+			return !slices.ContainsFunc(c.pos, func(f string) bool { return strings.Contains(strings.ToLower(it.name), strings.ToLower(f)) })
 		})
 		if len(items) == 0 {
-			return usageError(fset, stderr, "no item matches %s", strings.Join(filters, " "))
+			return usageError(fset, stderr, "no item matches %s", strings.Join(c.pos, " "))
 		}
 	}
 	if *recorded && !*docs {
@@ -126,7 +124,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	var rec map[string]string
 	if *docs {
 		var err error
-		if rec, err = readDocsRecord(root); err != nil {
+		if rec, err = readDocsRecord(c.root); err != nil {
 			fmt.Fprintf(stderr, "lab verify --docs: %v\n", err)
 			return 1
 		}
@@ -147,7 +145,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := stopContext()
 	defer stop()
 
-	res := verify(ctx, root, items, *noCache, progress)
+	res := verify(ctx, c.root, items, *noCache, progress)
 	if *docs {
 		// Record what passed; forget what failed (an inconclusive run says
 		// nothing either way).
@@ -160,7 +158,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 				delete(rec, it.name)
 			}
 		}
-		if err := writeDocsRecord(root, rec); err != nil {
+		if err := writeDocsRecord(c.root, rec); err != nil {
 			fmt.Fprintf(stderr, "lab verify --docs: %v\n", err)
 		}
 	}

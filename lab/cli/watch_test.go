@@ -22,21 +22,9 @@ func TestWatchUsage(t *testing.T) {
 		{"watch --frobnicate", 2, []string{"flag provided but not defined: -frobnicate"}},
 		{"watch -h", 0, []string{"usage: lab watch [ENN]", "-poll-interval", "events never arrive", "Ctrl-C stops"}},
 	} {
-		var stdout, stderr strings.Builder
-		code := Main(strings.Fields(tc.args), &stdout, &stderr)
-		if code != tc.code {
-			t.Errorf("lab %s: exit %d, want %d; stderr %q", tc.args, code, tc.code, stderr.String())
-		}
-		for _, w := range tc.want {
-			if !strings.Contains(stderr.String(), w) {
-				t.Errorf("lab %s: stderr %q, want %q", tc.args, stderr.String(), w)
-			}
-		}
-		if strings.Contains(stderr.String(), "lab check:") || strings.Contains(stderr.String(), "usage: lab check") {
-			t.Errorf("lab %s: speaks of lab check: %q", tc.args, stderr.String())
-		}
-		if stdout.Len() != 0 {
-			t.Errorf("lab %s: wrote to stdout: %q", tc.args, stdout.String())
+		stderr := usageExits(t, tc.args, tc.code, tc.want...)
+		if strings.Contains(stderr, "lab check:") || strings.Contains(stderr, "usage: lab check") {
+			t.Errorf("lab %s: speaks of lab check: %q", tc.args, stderr)
 		}
 	}
 }

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"quoteflowlab.dev/kit/testenv"
 	"quoteflowlab.dev/kit/testpar"
 
-	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/lab/internal/watch"
 )
 
@@ -73,19 +73,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := course.FindRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
-
 func startWatch(t *testing.T, bin, root string, env []string, args ...string) *watchProc {
 	t.Helper()
 	pr, pw, err := os.Pipe()
@@ -131,41 +118,41 @@ func (p *watchProc) output() string {
 // waitLine reads lines until one matches re, failing after d.
 func (p *watchProc) waitLine(re *regexp.Regexp, d time.Duration) outLine {
 	p.t.Helper()
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	for {
-		select {
-		case l, ok := <-p.lines:
-			if !ok {
-				p.t.Fatalf("lab watch ended before printing a line matching %q", re)
-			}
-			p.seen = append(p.seen, l)
-			if re.MatchString(l.text) {
-				return l
-			}
-		case <-timer.C:
-			p.t.Fatalf("no line matching %q within %v", re, d)
-		}
+	l, matched, ended := p.scan(re, d)
+	switch {
+	case ended:
+		p.t.Fatalf("lab watch ended before printing a line matching %q", re)
+	case !matched:
+		p.t.Fatalf("no line matching %q within %v", re, d)
 	}
+	return l
 }
 
 // quiet reads lines for d and fails if one matches re.
 func (p *watchProc) quiet(re *regexp.Regexp, d time.Duration) {
 	p.t.Helper()
+	if l, matched, _ := p.scan(re, d); matched {
+		p.t.Fatalf("unexpected line %q", l.text)
+	}
+}
+
+// scan reads lines, keeping each, until one matches re (matched), lab
+// watch ends (ended) or d passes.
+func (p *watchProc) scan(re *regexp.Regexp, d time.Duration) (l outLine, matched, ended bool) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {
 		select {
 		case l, ok := <-p.lines:
 			if !ok {
-				return
+				return l, false, true
 			}
 			p.seen = append(p.seen, l)
 			if re.MatchString(l.text) {
-				p.t.Fatalf("unexpected line %q", l.text)
+				return l, true, false
 			}
 		case <-timer.C:
-			return
+			return l, false, false
 		}
 	}
 }
@@ -296,19 +283,47 @@ func write(t *testing.T, file string, data []byte, note string) time.Time {
 	return time.Now()
 }
 
-// The watch loop on E12: the starter, a weak answer, the reference answer;
-// one run per change, never two at once; Ctrl-C exits 0.
-func TestWatchWeakThenGood(t *testing.T) {
+// watchTest starts a test that watches its own folder with its own lab
+// process, in parallel with the others; skipped with -short, since it
+// does what why says. It returns the root and the lab command.
+func watchTest(t *testing.T, why string) (root, bin string) {
 	if testing.Short() {
-		t.Skip("builds and checks E12 three times")
+		t.Skip(why)
 	}
-	t.Parallel() // each watches its own folder with its own lab process
-	root := repoRoot(t)
-	bin := labCommand(t)
+	t.Parallel()
+	return testenv.Root(t), labCommand(t)
+}
+
+// reference12 is E12's reference answer (lesson 13's previous answer).
+func reference12(t *testing.T, root string) []byte {
 	good, err := os.ReadFile(filepath.Join(root, "lessons/13/answer_previous/main.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return good
+}
+
+// watchMode starts lab watch E12 on the answer in dir, on file events or
+// (mode "poll") polling, its state in state, and returns its first line; a
+// system whose file events cannot be set up skips the test.
+func watchMode(t *testing.T, bin, root, state, dir, mode string) (*watchProc, outLine) {
+	args := []string{"E12", "--answer", dir}
+	if mode == "poll" {
+		args = append(args, "--poll")
+	}
+	p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + state}, args...)
+	l := p.waitLine(regexp.MustCompile(`.`), 10*time.Second)
+	if strings.Contains(l.text, "could not be set up") {
+		t.Skipf("no file events here: %s", l.text)
+	}
+	return p, l
+}
+
+// The watch loop on E12: the starter, a weak answer, the reference answer;
+// one run per change, never two at once; Ctrl-C exits 0.
+func TestWatchWeakThenGood(t *testing.T) {
+	root, bin := watchTest(t, "builds and checks E12 three times")
+	good := reference12(t, root)
 	weak := weakAnswer(t, good)
 	for _, mode := range []string{"poll", "events"} {
 		t.Run(mode, func(t *testing.T) {
@@ -316,17 +331,11 @@ func TestWatchWeakThenGood(t *testing.T) {
 			dir, state := t.TempDir(), t.TempDir()
 			main := filepath.Join(dir, "main.go")
 			write(t, main, committedStarter(t, root), "")
-			args := []string{"E12", "--answer", dir}
 			first := regexp.MustCompile(`^lab watch E12: file events on .* · no events arrived\? try ` + "`lab watch --poll`")
 			if mode == "poll" {
-				args = append(args, "--poll")
 				first = regexp.MustCompile(`^lab watch E12: polling .* every 500ms \(--poll\)`)
 			}
-			p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + state}, args...)
-			l := p.waitLine(regexp.MustCompile(`.`), 10*time.Second)
-			if strings.Contains(l.text, "could not be set up") {
-				t.Skipf("no file events here: %s", l.text)
-			}
+			p, l := watchMode(t, bin, root, state, dir, mode)
 			if !first.MatchString(l.text) {
 				t.Fatalf("first line %q, want %q", l.text, first)
 			}
@@ -359,30 +368,15 @@ func TestWatchWeakThenGood(t *testing.T) {
 // A burst of 20 writes within 100 ms is one run, after the burst (a second,
 // queued run is allowed: the burst may straddle the start of a run).
 func TestWatchBurstIsOneRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and checks E12")
-	}
-	t.Parallel() // each watches its own folder with its own lab process
-	root := repoRoot(t)
-	bin := labCommand(t)
-	good, err := os.ReadFile(filepath.Join(root, "lessons/13/answer_previous/main.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, bin := watchTest(t, "builds and checks E12")
+	good := reference12(t, root)
 	for _, mode := range []string{"poll", "events"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel() // its own folder, state dir and lab process
 			dir := t.TempDir()
 			main := filepath.Join(dir, "main.go")
 			write(t, main, good, "")
-			args := []string{"E12", "--answer", dir}
-			if mode == "poll" {
-				args = append(args, "--poll")
-			}
-			p := startWatch(t, bin, root, []string{"LAB_STATE_DIR=" + t.TempDir()}, args...)
-			if l := p.waitLine(regexp.MustCompile(`.`), 10*time.Second); strings.Contains(l.text, "could not be set up") {
-				t.Skipf("no file events here: %s", l.text)
-			}
+			p, _ := watchMode(t, bin, root, t.TempDir(), dir, mode)
 			p.waitLine(regexp.MustCompile(`^verdict: PASSED`), 2*time.Minute)
 
 			// 20 writes, 2 ms apart. On a machine so busy that two writes end
@@ -482,12 +476,7 @@ func waitPids(t *testing.T, file string) (pid, pgid, grandchild int) {
 
 // Saves during a run queue exactly one more run.
 func TestWatchSavesDuringARunQueueOne(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and checks E12")
-	}
-	t.Parallel() // each watches its own folder with its own lab process
-	root := repoRoot(t)
-	bin := labCommand(t)
+	root, bin := watchTest(t, "builds and checks E12")
 	dir := t.TempDir()
 	main, pids := filepath.Join(dir, "main.go"), filepath.Join(t.TempDir(), "pids")
 	gate := filepath.Join(t.TempDir(), "gate")
@@ -523,12 +512,7 @@ func TestWatchSavesDuringARunQueueOne(t *testing.T) {
 // Ctrl-C during a run: exit 0, and the answer, its grandchild and every
 // process group involved are gone.
 func TestWatchInterruptKillsTheRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds E12's answer")
-	}
-	t.Parallel() // each watches its own folder with its own lab process
-	root := repoRoot(t)
-	bin := labCommand(t)
+	root, bin := watchTest(t, "builds E12's answer")
 	dir := t.TempDir()
 	pids := filepath.Join(t.TempDir(), "pids")
 	write(t, filepath.Join(dir, "main.go"), []byte(slowAnswer), "") // no gate: runs a minute

@@ -30,30 +30,9 @@ import (
 // the generated checks add something. It prints each one, with the command
 // that grades it; it writes nothing.
 func runWeak(root string, names []string, parallel, sample int, seed uint64, stdout, stderr io.Writer) int {
-	var lessons []course.Lesson
-	for _, n := range names {
-		l, err := course.Find(root, n)
-		if err != nil {
-			fmt.Fprintf(stderr, "lab verify --weak: %v\n", err)
-			return 2
-		}
-		if l.Method != report.Mutants {
-			fmt.Fprintf(stderr, "lab verify --weak: %s is not graded with mutants\n", l.Exercise())
-			return 2
-		}
-		lessons = append(lessons, l)
-	}
-	if len(lessons) == 0 {
-		all, err := course.Load(root)
-		if err != nil {
-			fmt.Fprintf(stderr, "lab verify --weak: %v\n", err)
-			return 1
-		}
-		for _, l := range all {
-			if l.Method == report.Mutants {
-				lessons = append(lessons, l)
-			}
-		}
+	lessons, code := mutantLessons(root, "--weak", names, stderr)
+	if code != 0 {
+		return code
 	}
 	if sample < 0 {
 		fmt.Fprintln(stderr, "lab verify --weak: --sample must be 0 (every mutant) or more")
@@ -71,7 +50,7 @@ func runWeak(root string, names []string, parallel, sample int, seed uint64, std
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	runner.BecomeSubreaper()
-	code := 0
+	code = 0
 	for _, l := range lessons {
 		if err := weakOf(ctx, root, exe, l, parallel, sample, seed, stdout); err != nil {
 			fmt.Fprintf(stderr, "lab verify --weak %s: %v\n", l.Exercise(), err)

@@ -10,6 +10,7 @@ import (
 	"quoteflowlab.dev/kit/check"
 	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/kit/testenv"
 )
 
 // Adding a lesson touches several places; this test says which one was
@@ -19,7 +20,7 @@ import (
 // README's lesson map; and the root go.mod's replace of its checkpoint.
 // CONTRIBUTING.md ("Add a lesson") lists the same parts.
 func TestEveryLessonIsComplete(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	readme := read(t, root, "README.md")
 	gomod := read(t, root, "go.mod")
 	for _, l := range lessons(t, root) {
@@ -87,7 +88,7 @@ func TestEveryLessonIsComplete(t *testing.T) {
 // an edit whose text is gone names its check and its lesson here, in
 // `go test ./...`, before any student meets it.
 func TestEveryCheckApplies(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	for _, l := range lessons(t, root) {
 		checks, err := check.Load(root, l.Checks(), l.Exercise())
 		if err != nil {
@@ -117,17 +118,15 @@ func TestEveryCheckApplies(t *testing.T) {
 	}
 }
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
+// eachMutantLesson runs test on each mutant-graded lesson, as a subtest
+// named after its exercise.
+func eachMutantLesson(t *testing.T, test func(t *testing.T, root string, l course.Lesson)) {
+	root := testenv.Root(t)
+	for _, l := range lessons(t, root) {
+		if l.Method == report.Mutants {
+			t.Run(l.Exercise(), func(t *testing.T) { test(t, root, l) })
+		}
 	}
-	root, err := course.FindRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
 }
 
 // lessons are the course's lessons under root.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/lab/internal/mutagen"
 	"quoteflowlab.dev/lab/internal/mutation"
 )
@@ -29,62 +29,42 @@ import (
 //
 // CONTRIBUTING.md ("Generated mutants") says how to review and map them.
 func TestGeneratedMutantsAreCurrentAndReviewed(t *testing.T) {
-	root := repoRoot(t)
-	for _, l := range lessons(t, root) {
-		if l.Method != report.Mutants {
-			continue
+	eachMutantLesson(t, func(t *testing.T, root string, l course.Lesson) {
+		res, file := currentRun(t, root, l, mutation.Mutants, "review its survivors", "a file in scope")
+		rows, props, err := mutation.Messages(root, l)
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Run(l.Exercise(), func(t *testing.T) {
-			file, remake := mutation.GeneratedFile(l), mutation.KillSetCommand(l)
-			res, err := mutation.ReadGenerated(root, l)
-			if err != nil {
-				t.Fatal(err)
+		for _, r := range rows {
+			if mutation.Stated(r.Property) && !strings.HasPrefix(r.Property, mutation.Crash) && !slices.Contains(props, r.Property) {
+				t.Errorf("%s/properties.md:%d: the message `%s` maps to %q, which is no row of the properties table", l.Checks(), r.Line, r.Contains, r.Property)
 			}
-			if res == nil {
-				t.Fatalf("%s: no %s: run `%s`, then review its survivors", l.Exercise(), file, remake)
+		}
+		required := map[string]bool{}
+		for _, e := range res.Entries {
+			if e.Status == mutagen.Required {
+				required[e.Name] = true
 			}
-			covers, err := mutation.Covers(root, l)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Covers != covers || res.Generator != mutagen.Version {
-				t.Errorf("%s is stale: the generator, %s, a file in scope or the reference answer (%s) changed since its kill-set run; run `%s` and review what it says", file, mutation.ScopeFile(l), l.Reference(), remake)
-			}
-			rows, props, err := mutation.Messages(root, l)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range rows {
-				if mutation.Stated(r.Property) && !strings.HasPrefix(r.Property, mutation.Crash) && !slices.Contains(props, r.Property) {
-					t.Errorf("%s/properties.md:%d: the message `%s` maps to %q, which is no row of the properties table", l.Checks(), r.Line, r.Contains, r.Property)
+		}
+		for _, e := range res.Entries {
+			switch e.Status {
+			case mutagen.Survivor, mutagen.Hangs:
+				if mutagen.ReviewKind(e.Review) == "" {
+					t.Errorf("%s: %s (%s at %s: %s) is a %s with no review line: write `review: <%s>: <why>` (lab show %s %s)",
+						file, e.Name, e.Op, e.Where, e.Edit, e.Status, joinKinds(), l.Exercise(), e.Name)
+				}
+			case mutagen.Required:
+				if p := mutation.PropertyOf(rows, e); p == "" {
+					t.Errorf("%s: required %s (%s at %s) states no property: the reference says %q, and no row of the messages table of %s/properties.md matches it",
+						file, e.Name, e.Op, e.Where, e.Says, l.Checks())
+				}
+			case mutagen.Merged:
+				if !required[e.MergedInto] {
+					t.Errorf("%s: %s is merged into %s, which is not required", file, e.Name, e.MergedInto)
 				}
 			}
-			required := map[string]bool{}
-			for _, e := range res.Entries {
-				if e.Status == mutagen.Required {
-					required[e.Name] = true
-				}
-			}
-			for _, e := range res.Entries {
-				switch e.Status {
-				case mutagen.Survivor, mutagen.Hangs:
-					if mutagen.ReviewKind(e.Review) == "" {
-						t.Errorf("%s: %s (%s at %s: %s) is a %s with no review line: write `review: <%s>: <why>` (lab show %s %s)",
-							file, e.Name, e.Op, e.Where, e.Edit, e.Status, joinKinds(), l.Exercise(), e.Name)
-					}
-				case mutagen.Required:
-					if p := mutation.PropertyOf(rows, e); p == "" {
-						t.Errorf("%s: required %s (%s at %s) states no property: the reference says %q, and no row of the messages table of %s/properties.md matches it",
-							file, e.Name, e.Op, e.Where, e.Says, l.Checks())
-					}
-				case mutagen.Merged:
-					if !required[e.MergedInto] {
-						t.Errorf("%s: %s is merged into %s, which is not required", file, e.Name, e.MergedInto)
-					}
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 func joinKinds() string {
@@ -107,39 +87,42 @@ func joinKinds() string {
 // reference rejected has no review line (`review: promised: <what the
 // contract promises>`), or when a recorded wheat is no longer generated.
 func TestGeneratedWheatsAreCurrentAndReviewed(t *testing.T) {
-	root := repoRoot(t)
-	for _, l := range lessons(t, root) {
-		if l.Method != report.Mutants {
-			continue
+	eachMutantLesson(t, func(t *testing.T, root string, l course.Lesson) {
+		if !mutation.Wheats.Declared(root, l) {
+			t.Fatalf("%s: no %s: say what the contract allows to change and where (CONTRIBUTING.md, \"Generated wheats\")", l.Exercise(), mutation.Wheats.From(l))
 		}
-		t.Run(l.Exercise(), func(t *testing.T) {
-			file, remake := mutation.WheatsFile(l), mutation.WheatsCommand(l)
-			if !mutation.HasAllowed(root, l) {
-				t.Fatalf("%s: no %s: say what the contract allows to change and where (CONTRIBUTING.md, \"Generated wheats\")", l.Exercise(), mutation.AllowedFile(l))
+		res, file := currentRun(t, root, l, mutation.Wheats, "review what the reference rejects", "a file it names")
+		for _, e := range res.Entries {
+			if e.Status == mutagen.Rejected && !mutagen.WheatReviewed(e.Review) {
+				t.Errorf("%s: %s (%s at %s: %s) was rejected by the reference (%d of %d runs: %s) with no review line: write `review: %s: <what the contract promises that it changes>`, or fix the reference if it pins more than the contract",
+					file, e.Name, e.Op, e.Where, e.Edit, e.Killed, res.Runs, e.Says, mutagen.WheatReviewKind)
 			}
-			res, err := mutation.ReadWheats(root, l)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res == nil {
-				t.Fatalf("%s: no %s: run `%s`, then review what the reference rejects", l.Exercise(), file, remake)
-			}
-			covers, err := mutation.WheatsCovers(root, l)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Covers != covers || res.Generator != mutagen.Version {
-				t.Errorf("%s is stale: the generator, %s, a file it names or the reference answer (%s) changed since its wheat run; run `%s` and review what it says", file, mutation.AllowedFile(l), l.Reference(), remake)
-			}
-			for _, e := range res.Entries {
-				if e.Status == mutagen.Rejected && !mutagen.WheatReviewed(e.Review) {
-					t.Errorf("%s: %s (%s at %s: %s) was rejected by the reference (%d of %d runs: %s) with no review line: write `review: %s: <what the contract promises that it changes>`, or fix the reference if it pins more than the contract",
-						file, e.Name, e.Op, e.Where, e.Edit, e.Killed, res.Runs, e.Says, mutagen.WheatReviewKind)
-				}
-			}
-			if _, err := mutation.GeneratedWheats(root, l); err != nil {
-				t.Error(err)
-			}
-		})
+		}
+		if _, err := mutation.GeneratedWheats(root, l); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// currentRun reads the lesson's run of set, which must be there (else: run
+// the command, then review) and current (else: stale, and what changed).
+func currentRun(t *testing.T, root string, l course.Lesson, set mutation.Set, review, files string) (*mutagen.Results, string) {
+	t.Helper()
+	file, remake := set.File(l), set.Command(l)
+	res, err := set.Read(root, l)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if res == nil {
+		t.Fatalf("%s: no %s: run `%s`, then %s", l.Exercise(), file, remake, review)
+	}
+	covers, err := set.Covers(root, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Covers != covers || res.Generator != mutagen.Version {
+		t.Errorf("%s is stale: the generator, %s, %s or the reference answer (%s) changed since its %s; run `%s` and review what it says",
+			file, set.From(l), files, l.Reference(), set.RunName(), remake)
+	}
+	return res, file
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"quoteflowlab.dev/kit/testenv"
 )
 
 // ignored reads the root go.mod's ignore directives (one a line, or a
@@ -50,7 +52,7 @@ func ignored(t *testing.T, gomod string) []string {
 // the suite: the checkpoint packages they import (18's hedge, 19's
 // breaker) are small, and ./... compiled them before, in lab.
 func TestLessonsThatImportACheckpointAreLeftOutOfDotDotDot(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	ignore := ignored(t, read(t, root, "go.mod"))
 	var want []string
 	imported := map[string]bool{} // checkpoint packages the lessons import

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"quoteflowlab.dev/kit/check"
+	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/kit/report"
 	"quoteflowlab.dev/lab/internal/mutagen"
 	"quoteflowlab.dev/lab/internal/mutation"
@@ -38,81 +39,75 @@ type property struct {
 //
 // CONTRIBUTING.md ("Add a mutant") says how to add a row.
 func TestEveryPropertyHasItsSmallestViolation(t *testing.T) {
-	root := repoRoot(t)
-	for _, l := range lessons(t, root) {
-		if l.Method != report.Mutants {
-			continue
+	eachMutantLesson(t, func(t *testing.T, root string, l course.Lesson) {
+		table := l.Checks() + "/properties.md"
+		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(table)))
+		if err != nil {
+			t.Fatalf("%s: no property table: %v", l.Exercise(), err)
 		}
-		t.Run(l.Exercise(), func(t *testing.T) {
-			table := l.Checks() + "/properties.md"
-			data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(table)))
-			if err != nil {
-				t.Fatalf("%s: no property table: %v", l.Exercise(), err)
+		props, err := parseProperties(string(data))
+		if err != nil {
+			t.Fatalf("%s: %v", table, err)
+		}
+		checks, err := check.Load(root, l.Checks(), l.Exercise())
+		if err != nil {
+			t.Fatal(err)
+		}
+		mutants := map[string]bool{}
+		for _, v := range checks {
+			if v.Kind == report.Mutant {
+				mutants[v.Name] = false
 			}
-			props, err := parseProperties(string(data))
-			if err != nil {
-				t.Fatalf("%s: %v", table, err)
-			}
-			checks, err := check.Load(root, l.Checks(), l.Exercise())
-			if err != nil {
-				t.Fatal(err)
-			}
-			mutants := map[string]bool{}
-			for _, v := range checks {
-				if v.Kind == report.Mutant {
-					mutants[v.Name] = false
+		}
+		// A generated required mutant may be a row's smallest violation
+		// too (it need not be in a row: its message maps it to one).
+		generated := map[string]bool{}
+		if res, err := mutation.Mutants.Read(root, l); err == nil && res != nil {
+			for _, e := range res.Entries {
+				if e.Status == mutagen.Required {
+					generated[e.Name] = true
 				}
 			}
-			// A generated required mutant may be a row's smallest violation
-			// too (it need not be in a row: its message maps it to one).
-			generated := map[string]bool{}
-			if res, err := mutation.ReadGenerated(root, l); err == nil && res != nil {
-				for _, e := range res.Entries {
-					if e.Status == mutagen.Required {
-						generated[e.Name] = true
-					}
+		}
+		starter := commentText(t, root, l.Starter())
+		said := normalize(starter + "\n" + read(t, root, l.Hint()) + "\n" + read(t, root, l.Page()))
+		for _, p := range props {
+			if len(p.mutants) == 0 {
+				t.Errorf("%s:%d: %q has no mutant: add its smallest violation", table, p.line, p.name)
+			}
+			for _, m := range p.mutants {
+				if generated[m] {
+					continue
+				}
+				if _, ok := mutants[m]; !ok {
+					t.Errorf("%s:%d: %q lists %s, which is not a mutant in %s", table, p.line, p.name, m, l.Checks())
+					continue
+				}
+				mutants[m] = true
+			}
+			if len(p.stated) == 0 {
+				t.Errorf("%s:%d: %q quotes no phrase of the starter, hint or page (`...`)", table, p.line, p.name)
+			}
+			for _, s := range p.stated {
+				if !strings.Contains(said, normalize(s)) {
+					t.Errorf("%s:%d: %q quotes `%s`, which the starter, hint and page do not say", table, p.line, p.name, s)
 				}
 			}
-			starter := commentText(t, root, l.Starter())
-			said := normalize(starter + "\n" + read(t, root, l.Hint()) + "\n" + read(t, root, l.Page()))
-			for _, p := range props {
-				if len(p.mutants) == 0 {
-					t.Errorf("%s:%d: %q has no mutant: add its smallest violation", table, p.line, p.name)
-				}
-				for _, m := range p.mutants {
-					if generated[m] {
-						continue
-					}
-					if _, ok := mutants[m]; !ok {
-						t.Errorf("%s:%d: %q lists %s, which is not a mutant in %s", table, p.line, p.name, m, l.Checks())
-						continue
-					}
-					mutants[m] = true
-				}
-				if len(p.stated) == 0 {
-					t.Errorf("%s:%d: %q quotes no phrase of the starter, hint or page (`...`)", table, p.line, p.name)
-				}
-				for _, s := range p.stated {
-					if !strings.Contains(said, normalize(s)) {
-						t.Errorf("%s:%d: %q quotes `%s`, which the starter, hint and page do not say", table, p.line, p.name, s)
-					}
-				}
+		}
+		for m, listed := range mutants {
+			if !listed {
+				t.Errorf("%s: mutant %s is in no row: say which stated property it violates", table, m)
 			}
-			for m, listed := range mutants {
-				if !listed {
-					t.Errorf("%s: mutant %s is in no row: say which stated property it violates", table, m)
-				}
+		}
+		for _, item := range statedItems(starter) {
+			n := normalize(item)
+			if !slices.ContainsFunc(props, func(p property) bool {
+				return slices.ContainsFunc(p.stated, func(s string) bool { return strings.Contains(n, normalize(s)) })
+			}) {
+				t.Errorf("%s: the starter states %q, and no row of %s quotes it", l.Exercise(), short(item), table)
 			}
-			for _, item := range statedItems(starter) {
-				n := normalize(item)
-				if !slices.ContainsFunc(props, func(p property) bool {
-					return slices.ContainsFunc(p.stated, func(s string) bool { return strings.Contains(n, normalize(s)) })
-				}) {
-					t.Errorf("%s: the starter states %q, and no row of %s quotes it", l.Exercise(), short(item), table)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // parseProperties reads the rows of the table: | property | `stated`... | mutant, mutant |.

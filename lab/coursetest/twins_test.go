@@ -10,6 +10,7 @@ import (
 	"quoteflowlab.dev/kit/check"
 	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/kit/msg"
+	"quoteflowlab.dev/kit/testenv"
 	"quoteflowlab.dev/lab/internal/mutation"
 )
 
@@ -43,7 +44,7 @@ func pages(t *testing.T, root string) []string {
 // Every page has its Chinese twin, and links to it at the top, and the
 // twin links back.
 func TestEveryPageHasItsChineseTwin(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	for _, page := range pages(t, root) {
 		twin := course.Twin(page)
 		if notYetInChinese[page] {
@@ -75,7 +76,7 @@ func top(page string) string {
 // Twins have the same sections, the same code and commands, and the same
 // figures (course.CompareTwins says what may differ).
 func TestTwinsHaveTheSameSectionsBlocksAndFigures(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	for _, page := range pages(t, root) {
 		twin := course.Twin(page)
 		if !exists(root, twin) {
@@ -143,7 +144,7 @@ func TestEveryMessageHasChineseText(t *testing.T) {
 // A translated lesson's hint, stories and property wordings are in Chinese
 // too: what lab hint and lab check print.
 func TestTranslatedLessonsHaveChineseHintsStoriesAndProperties(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	for _, l := range lessons(t, root) {
 		if notYetInChinese[l.Page()] {
 			continue

@@ -1,7 +1,6 @@
 package mutagen
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -32,44 +31,67 @@ type ScopeFile struct {
 // ParseScope reads a scope's text.
 func ParseScope(text string) (Scope, error) {
 	var s Scope
-	sc := bufio.NewScanner(strings.NewReader(text))
-	n := 0
-	for sc.Scan() {
-		n++
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
+	err := eachLine(text, func(n int, line string) error {
 		file, funcs, ok := strings.Cut(line, ":")
 		if !ok || strings.TrimSpace(file) == "" || len(strings.Fields(funcs)) == 0 {
-			return s, fmt.Errorf("line %d: want `path/to/file.go: Func Recv.Method ...` (or `: *`)", n)
+			return fmt.Errorf("line %d: want `path/to/file.go: Func Recv.Method ...` (or `: *`)", n)
 		}
 		file = strings.TrimSpace(file)
-		if path.Clean(file) != file || path.IsAbs(file) || path.Ext(file) != ".go" || strings.HasSuffix(file, "_test.go") {
-			return s, fmt.Errorf("line %d: %q must be a clean slash path of a non-test .go file from the repository root", n, file)
+		if err := sourcePath(n, file); err != nil {
+			return err
 		}
 		if slices.ContainsFunc(s.Files, func(f ScopeFile) bool { return f.File == file }) {
-			return s, fmt.Errorf("line %d: %s is named twice", n, file)
+			return fmt.Errorf("line %d: %s is named twice", n, file)
 		}
 		s.Files = append(s.Files, ScopeFile{File: file, Funcs: strings.Fields(funcs)})
+		return nil
+	})
+	if err == nil && len(s.Files) == 0 {
+		err = fmt.Errorf("no file in scope")
 	}
-	if len(s.Files) == 0 {
-		return s, fmt.Errorf("no file in scope")
-	}
-	return s, nil
+	return s, err
 }
 
 // ReadScope reads the scope file at slash path name under root.
-func ReadScope(root, name string) (Scope, error) {
+func ReadScope(root, name string) (Scope, error) { return readParsed(root, name, ParseScope) }
+
+// eachLine calls f with each line of text that is neither blank nor a #
+// comment, trimmed, and its number, until f returns an error.
+func eachLine(text string, f func(n int, line string) error) error {
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if err := f(i+1, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sourcePath checks that file, named on line n, is a clean slash path of a
+// non-test .go file.
+func sourcePath(n int, file string) error {
+	if path.Clean(file) != file || path.IsAbs(file) || path.Ext(file) != ".go" || strings.HasSuffix(file, "_test.go") {
+		return fmt.Errorf("line %d: %q must be a clean slash path of a non-test .go file from the repository root", n, file)
+	}
+	return nil
+}
+
+// readParsed parses the file at slash path name under root; a parse error
+// names the file.
+func readParsed[T any](root, name string, parse func(string) (T, error)) (T, error) {
 	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
 	if err != nil {
-		return Scope{}, err
+		var zero T
+		return zero, err
 	}
-	s, err := ParseScope(string(data))
+	v, err := parse(string(data))
 	if err != nil {
-		return s, fmt.Errorf("%s: %w", name, err)
+		return v, fmt.Errorf("%s: %w", name, err)
 	}
-	return s, nil
+	return v, nil
 }
 
 // FromScope generates the mutants of every function in scope, as the files

@@ -1,7 +1,6 @@
 package mutagen
 
 import (
-	"bufio"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -65,17 +64,10 @@ type Rule struct {
 // ParseAllowed reads an allowed.txt's text.
 func ParseAllowed(text string) (Allowed, error) {
 	var a Allowed
-	sc := bufio.NewScanner(strings.NewReader(text))
-	n := 0
-	for sc.Scan() {
-		n++
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
+	err := eachLine(text, func(n int, line string) error {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 || len(strings.Fields(parts[2])) == 0 {
-			return a, fmt.Errorf("line %d: want `later 30ms: path/to/file.go: Func Recv.Method ...` or `reversed: path/to/file.go: Func ...`", n)
+			return fmt.Errorf("line %d: want `later 30ms: path/to/file.go: Func Recv.Method ...` or `reversed: path/to/file.go: Func ...`", n)
 		}
 		head, file := strings.Fields(parts[0]), strings.TrimSpace(parts[1])
 		r := Rule{File: file, Funcs: strings.Fields(parts[2])}
@@ -83,40 +75,31 @@ func ParseAllowed(text string) (Allowed, error) {
 		case len(head) == 2 && head[0] == WheatLater:
 			d, err := time.ParseDuration(head[1])
 			if err != nil || d < MinWheatDelay {
-				return a, fmt.Errorf("line %d: %q: a later wheat's delay must be a duration of at least %s (one of 3 ms lets a test that pins timing too tightly pass)", n, head[1], MinWheatDelay)
+				return fmt.Errorf("line %d: %q: a later wheat's delay must be a duration of at least %s (one of 3 ms lets a test that pins timing too tightly pass)", n, head[1], MinWheatDelay)
 			}
 			r.Op, r.Delay = WheatLater, d
 		case len(head) == 1 && head[0] == WheatReversed:
 			r.Op = WheatReversed
 		default:
-			return a, fmt.Errorf("line %d: %q: want `later <duration>` or `reversed`", n, parts[0])
+			return fmt.Errorf("line %d: %q: want `later <duration>` or `reversed`", n, parts[0])
 		}
-		if path.Clean(file) != file || path.IsAbs(file) || path.Ext(file) != ".go" || strings.HasSuffix(file, "_test.go") {
-			return a, fmt.Errorf("line %d: %q must be a clean slash path of a non-test .go file from the repository root", n, file)
+		if err := sourcePath(n, file); err != nil {
+			return err
 		}
 		if slices.Contains(r.Funcs, "*") {
-			return a, fmt.Errorf("line %d: name each function: a contract allows a change in a place, not everywhere", n)
+			return fmt.Errorf("line %d: name each function: a contract allows a change in a place, not everywhere", n)
 		}
 		a.Rules = append(a.Rules, r)
+		return nil
+	})
+	if err == nil && len(a.Rules) == 0 {
+		err = fmt.Errorf("no rule")
 	}
-	if len(a.Rules) == 0 {
-		return a, fmt.Errorf("no rule")
-	}
-	return a, nil
+	return a, err
 }
 
 // ReadAllowed reads the allowed.txt at slash path name under root.
-func ReadAllowed(root, name string) (Allowed, error) {
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
-	if err != nil {
-		return Allowed{}, err
-	}
-	a, err := ParseAllowed(string(data))
-	if err != nil {
-		return a, fmt.Errorf("%s: %w", name, err)
-	}
-	return a, nil
-}
+func ReadAllowed(root, name string) (Allowed, error) { return readParsed(root, name, ParseAllowed) }
 
 // Scope is the files an Allowed names, for Hash.
 func (a Allowed) Scope() Scope {

@@ -9,6 +9,7 @@ import (
 	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/kit/grade"
 	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/kit/testenv"
 	"quoteflowlab.dev/lab/internal/mutagen"
 )
 
@@ -32,8 +33,8 @@ func main() {
 // and one under), and the properties table that maps their messages.
 func toyGenerated(t *testing.T, root string) (required []string) {
 	t.Helper()
-	write(t, filepath.Join(root, "lessons/12/checks/scope.txt"), "checkpoints/12/quoteflow/q.go: Valid\n")
-	write(t, filepath.Join(root, "answers/full/main.go"), fullAnswer)
+	testenv.Write(t, filepath.Join(root, "lessons/12/checks/scope.txt"), "checkpoints/12/quoteflow/q.go: Valid\n")
+	testenv.Write(t, filepath.Join(root, "answers/full/main.go"), fullAnswer)
 	ms, err := mutagen.Generate("checkpoints/12/quoteflow/q.go", []byte(toyCheckpoint), []string{"Valid"})
 	if err != nil {
 		t.Fatal(err)
@@ -55,8 +56,8 @@ func toyGenerated(t *testing.T, root string) (required []string) {
 	if err := res.Write(&b); err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(root, "lessons/12/checks/generated.txt"), b.String())
-	write(t, filepath.Join(root, "lessons/12/checks/properties.md"), "| property | stated as | smallest violations |\n|---|---|---|\n"+
+	testenv.Write(t, filepath.Join(root, "lessons/12/checks/generated.txt"), b.String())
+	testenv.Write(t, filepath.Join(root, "lessons/12/checks/properties.md"), "| property | stated as | smallest violations |\n|---|---|---|\n"+
 		"| quantities 1 to 100 are valid | `1 to 100` | zero_accepted, one_rejected |\n\n"+
 		"## The reference's messages\n\n| the reference says | property |\n|---|---|\n| `quantity 10` | quantities 1 to 100 are valid |\n")
 	return required
@@ -110,7 +111,7 @@ func TestCheckGenerated(t *testing.T) {
 	})
 
 	t.Run("generated mutants wait until every hand-written one is caught", func(t *testing.T) {
-		write(t, filepath.Join(root, "answers/lax/main.go"), strings.Replace(fullAnswer, `if quoteflow.Valid(0) { fmt.Println("E12 failed: quantity 0 accepted"); os.Exit(1) }`, "", 1))
+		testenv.Write(t, filepath.Join(root, "answers/lax/main.go"), strings.Replace(fullAnswer, `if quoteflow.Valid(0) { fmt.Println("E12 failed: quantity 0 accepted"); os.Exit(1) }`, "", 1))
 		r := toyCheck(t, root, grade.Request{Answer: "answers/lax"})
 		if p := property(t, r, "zero_accepted"); r.Verdict != report.Failed || p.Status != report.Missed {
 			t.Fatalf("verdict %s, zero_accepted %s; want failed on it", r.Verdict, p.Status)
@@ -133,7 +134,7 @@ func TestCheckGenerated(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		write(t, gen, strings.Replace(string(data), "gen_valid_const_inc_2: required", "gen_valid_const_inc_9: required", 1))
+		testenv.Write(t, gen, strings.Replace(string(data), "gen_valid_const_inc_2: required", "gen_valid_const_inc_9: required", 1))
 		if _, err := Generated(root, course.Lesson{Number: 12}); err == nil || !strings.Contains(err.Error(), "go run ./lab verify --killset E12") {
 			t.Fatalf("err = %v, want one naming the command that remakes generated.txt", err)
 		}

@@ -17,6 +17,7 @@ import (
 	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/kit/grade"
 	"quoteflowlab.dev/kit/report"
+	"quoteflowlab.dev/kit/testenv"
 )
 
 // A toy course: checkpoint 12 has one rule (quantity must be at least 1),
@@ -139,7 +140,7 @@ func toyRepo(t *testing.T) string {
 	}
 	root := t.TempDir()
 	for name, body := range toyFiles {
-		write(t, filepath.Join(root, name), body)
+		testenv.Write(t, filepath.Join(root, name), body)
 	}
 	for name, e := range toyEdits {
 		writeEdit(t, root, name, e)
@@ -169,17 +170,7 @@ func writeEdit(t *testing.T, root, name string, e toyEdit) {
 	}
 	def := fmt.Sprintf("kind: %s\n%sstory: %s\nfile: checkpoints/12/quoteflow/q.go\nbase: %s\n-- replace --\n%s-- with --\n%s",
 		e.kind, req, e.story, check.Hash([]byte(toyCheckpoint)), e.old, e.new)
-	write(t, filepath.Join(root, "lessons/12/checks", name+".txtar"), def)
-}
-
-func write(t *testing.T, name, body string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Write(t, filepath.Join(root, "lessons/12/checks", name+".txtar"), def)
 }
 
 func toyCheck(t *testing.T, root string, o grade.Request) report.Report {
@@ -288,7 +279,7 @@ func TestCheck(t *testing.T) {
 			t.Fatalf("sleepy on a busy machine: %s, %+v", r.Verdict, p)
 		}
 		// A mutant let through twice stays missed: load does not make a test pass.
-		write(t, filepath.Join(root, "answers/lenient/main.go"), strings.Replace(refAnswer, `if !quoteflow.Valid(1) { fmt.Println("E12 failed: quantity 1 rejected"); os.Exit(1) }`, "", 1))
+		testenv.Write(t, filepath.Join(root, "answers/lenient/main.go"), strings.Replace(refAnswer, `if !quoteflow.Valid(1) { fmt.Println("E12 failed: quantity 1 rejected"); os.Exit(1) }`, "", 1))
 		r = toyCheck(t, root, grade.Request{Answer: "answers/lenient", Monitor: busy{}})
 		if p := property(t, r, "one_rejected"); r.Verdict != report.Failed || p.Status != report.Missed {
 			t.Fatalf("a weak answer on a busy machine: verdict %s, one_rejected %s; want failed, missed", r.Verdict, p.Status)
@@ -299,7 +290,7 @@ func TestCheck(t *testing.T) {
 		// run on the same build (it tells builds apart by the selector's
 		// value, as an answer may).
 		seen := t.TempDir()
-		write(t, filepath.Join(root, "answers/second_look/main.go"), strings.Replace(strings.Replace(refAnswer,
+		testenv.Write(t, filepath.Join(root, "answers/second_look/main.go"), strings.Replace(strings.Replace(refAnswer,
 			`"time"; `, `"time"; "path/filepath"; "strings"; `, 1),
 			`	fmt.Println("E12 passed: 0 rejected, 1 accepted")`,
 			`	key := "reference"
@@ -333,7 +324,7 @@ func TestCheck(t *testing.T) {
 			{"passes_when_seen_again", "1", "0"},
 		} {
 			seen := t.TempDir()
-			write(t, filepath.Join(root, "answers", cheat.name, "main.go"), `package main
+			testenv.Write(t, filepath.Join(root, "answers", cheat.name, "main.go"), `package main
 
 import ("os"; "path/filepath"; "strings")
 
@@ -417,7 +408,7 @@ func main() {
 		t.Parallel() // a toy course of its own: the slowest, beside each other
 		root := toyRepo(t)
 		outside := t.TempDir()
-		write(t, filepath.Join(outside, "main.go"), refAnswer)
+		testenv.Write(t, filepath.Join(outside, "main.go"), refAnswer)
 		// Builds left by this test's last run in its kept cache: the counts
 		// below start from none.
 		old, _ := filepath.Glob(filepath.Join(root, ".lab", "cache", "*", "external_*"))
@@ -447,7 +438,7 @@ func main() {
 		// folder of the cache. (It is linked again: every check has a key
 		// of its own, from which the schema's selector values come.)
 		copied := t.TempDir()
-		write(t, filepath.Join(copied, "main.go"), refAnswer)
+		testenv.Write(t, filepath.Join(copied, "main.go"), refAnswer)
 		if r := toyCheck(t, root, grade.Request{Answer: copied}); r.Verdict != report.Passed {
 			t.Fatalf("the copy: verdict %s (%s)", r.Verdict, r.Summary)
 		}
@@ -456,7 +447,7 @@ func main() {
 		}
 
 		// A changed answer is another build.
-		write(t, filepath.Join(copied, "main.go"), refAnswer+"\n// changed\n")
+		testenv.Write(t, filepath.Join(copied, "main.go"), refAnswer+"\n// changed\n")
 		if r := toyCheck(t, root, grade.Request{Answer: copied}); r.Verdict != report.Passed {
 			t.Fatalf("the changed copy: verdict %s (%s)", r.Verdict, r.Summary)
 		}

@@ -16,48 +16,6 @@ import (
 	"quoteflowlab.dev/lab/internal/mutagen"
 )
 
-// A lesson's generated mutants (package mutagen) live beside its checks:
-// scope.txt says which functions they edit, generated.txt holds the last
-// kill-set run (which the reference answer catches every time: required).
-
-// ScopeFile is the lesson's scope of generation.
-func ScopeFile(l course.Lesson) string { return l.Checks() + "/scope.txt" }
-
-// GeneratedFile is the lesson's committed kill-set run.
-func GeneratedFile(l course.Lesson) string { return l.Checks() + "/generated.txt" }
-
-// KillSetCommand is the command that remakes a lesson's generated.txt.
-func KillSetCommand(l course.Lesson) string { return "go run ./lab verify --killset " + l.Exercise() }
-
-// Covers is the hash of what a kill-set run of l covers as the tree is now:
-// the generator's version, the scope, the files in it and the reference
-// answer.
-func Covers(root string, l course.Lesson) (string, error) {
-	s, err := mutagen.ReadScope(root, ScopeFile(l))
-	if err != nil {
-		return "", err
-	}
-	return mutagen.Hash(root, ScopeFile(l), s, l.Reference())
-}
-
-// ReadGenerated reads the lesson's generated.txt; (nil, nil) when the
-// lesson has none.
-func ReadGenerated(root string, l course.Lesson) (*mutagen.Results, error) {
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(GeneratedFile(l))))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	r, err := mutagen.ParseResults(string(data))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", GeneratedFile(l), err)
-	}
-	r.Exercise = l.Exercise()
-	return r, nil
-}
-
 // Generated returns the lesson's generated mutants that an answer must
 // catch (required in generated.txt, and breaking a stated property by the
 // messages table of properties.md), as checks like the hand-written ones,
@@ -65,16 +23,8 @@ func ReadGenerated(root string, l course.Lesson) (*mutagen.Results, error) {
 // has none. A required name the generator no longer makes is an error:
 // generated.txt is stale (the course's test says so first).
 func Generated(root string, l course.Lesson) ([]check.Check, error) {
-	res, err := ReadGenerated(root, l)
-	if err != nil || res == nil {
-		return nil, err
-	}
-	s, err := mutagen.ReadScope(root, ScopeFile(l))
-	if err != nil {
-		return nil, err
-	}
-	ms, err := mutagen.FromScope(root, s)
-	if err != nil {
+	es, ms, err := Mutants.recorded(root, l, mutagen.Required)
+	if err != nil || es == nil {
 		return nil, err
 	}
 	rows, _, err := Messages(root, l)
@@ -85,24 +35,13 @@ func Generated(root string, l course.Lesson) ([]check.Check, error) {
 	if err != nil {
 		return nil, err
 	}
-	byName := map[string]mutagen.Mutant{}
-	for _, m := range ms {
-		byName[m.Name] = m
-	}
 	var vs []check.Check
-	for _, e := range res.Entries {
-		if e.Status != mutagen.Required {
-			continue
-		}
-		m, ok := byName[e.Name]
-		if !ok || m.Edit() != e.Edit {
-			return nil, fmt.Errorf("%s: %s is no longer generated as recorded (the checkpoint changed since the kill-set run): run `%s`", GeneratedFile(l), e.Name, KillSetCommand(l))
-		}
+	for i, e := range es {
 		e.Property = PropertyOf(rows, e)
 		if !Stated(e.Property) {
 			continue // beyond what the exercise states: not required of an answer
 		}
-		vs = append(vs, generatedVariant(l, m, e, zh[e.Property]))
+		vs = append(vs, generatedVariant(l, ms[i], e, zh[e.Property]))
 	}
 	return vs, nil
 }
@@ -115,7 +54,7 @@ func generatedVariant(l course.Lesson, m mutagen.Mutant, e mutagen.Entry, proper
 	if propertyZh != "" {
 		v.StoryZh = msg.In(msg.Chinese, "gen.story", m.Op, v.Generated.Where, m.Edit(), propertyZh)
 	}
-	v.Def = GeneratedFile(l)
+	v.Def = Mutants.File(l)
 	return v
 }
 
@@ -223,51 +162,30 @@ func PropertyOf(rows []MessageRow, e mutagen.Entry) string {
 }
 
 // GeneratedMutant returns the generated mutant or wheat named name (any
-// of the lesson's scope or allowed.txt, required or not) and its entry in
-// generated.txt or wheats.txt when it has one; a wheat's Kind is
-// report.Wheat.
-func GeneratedMutant(root string, l course.Lesson, name string) (mutagen.Mutant, *mutagen.Entry, error) {
-	s, err := mutagen.ReadScope(root, ScopeFile(l))
-	if err != nil {
-		return mutagen.Mutant{}, nil, err
+// of the lesson's scope or allowed.txt, required or not), its set, and its
+// entry in the set's File when it has one.
+func GeneratedMutant(root string, l course.Lesson, name string) (mutagen.Mutant, Set, *mutagen.Entry, error) {
+	for _, set := range Sets {
+		ms, err := set.Generate(root, l)
+		if err != nil {
+			return mutagen.Mutant{}, set, nil, err
+		}
+		for _, m := range ms {
+			if m.Name != name {
+				continue
+			}
+			m.Exercise = l.Exercise()
+			res, err := set.Read(root, l)
+			if err != nil || res == nil {
+				return m, set, nil, err
+			}
+			if e, ok := res.Entry(name); ok {
+				return m, set, &e, nil
+			}
+			return m, set, nil, nil
+		}
 	}
-	ms, err := mutagen.FromScope(root, s)
-	if err != nil {
-		return mutagen.Mutant{}, nil, err
-	}
-	for _, m := range ms {
-		if m.Name != name {
-			continue
-		}
-		m.Exercise = l.Exercise()
-		res, err := ReadGenerated(root, l)
-		if err != nil || res == nil {
-			return m, nil, err
-		}
-		if e, ok := res.Entry(name); ok {
-			return m, &e, nil
-		}
-		return m, nil, nil
-	}
-	ws, err := generatedWheats(root, l)
-	if err != nil {
-		return mutagen.Mutant{}, nil, err
-	}
-	for _, w := range ws {
-		if w.Name != name {
-			continue
-		}
-		w.Exercise = l.Exercise()
-		res, err := ReadWheats(root, l)
-		if err != nil || res == nil {
-			return w, nil, err
-		}
-		if e, ok := res.Entry(name); ok {
-			return w, &e, nil
-		}
-		return w, nil, nil
-	}
-	return mutagen.Mutant{}, nil, fmt.Errorf("%s has no generated mutant or wheat %q", l.Exercise(), name)
+	return mutagen.Mutant{}, Mutants, nil, fmt.Errorf("%s has no generated mutant or wheat %q", l.Exercise(), name)
 }
 
 // PropertiesZhFile is the Chinese wording of a lesson's properties: one

@@ -45,37 +45,11 @@ const killsetAtOnce = 4
 // mutant killed with the same message in the same function as an earlier
 // one is merged into it. log gets progress.
 func KillSet(ctx context.Context, req grade.Request, runs int, prev *mutagen.Results, log io.Writer) (*mutagen.Results, error) {
-	if req.Answer == "" {
-		req.Answer = req.Lesson.Reference()
-	}
-	req.Repeat = 1
-	o := req.WithDefaults()
-	l := o.Lesson
-	start := time.Now()
-	scope, err := mutagen.ReadScope(o.Root, ScopeFile(l))
+	res, ms, outs, start, err := Mutants.run(ctx, req, runs, log)
 	if err != nil {
 		return nil, err
 	}
-	all, err := mutagen.FromScope(o.Root, scope)
-	if err != nil {
-		return nil, err
-	}
-	ms, dropped, err := mutagen.Compiles(o.Root, all)
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(log, "%s: %d mutants generated, %d do not compile (dropped), %d to run %d times each (%.1f s)\n",
-		l.Exercise(), len(all), len(dropped), len(ms), runs, time.Since(start).Seconds())
-	covers, err := Covers(o.Root, l)
-	if err != nil {
-		return nil, err
-	}
-	outs, err := runSet(ctx, o, ms, runs, log)
-	if err != nil {
-		return nil, err
-	}
-
-	res := &mutagen.Results{Exercise: l.Exercise(), Command: KillSetCommand(l), Covers: covers, Generator: mutagen.Version, Runs: runs, Dropped: len(dropped)}
+	l := req.Lesson
 	type place struct{ fn, says string }
 	first := map[place]string{}
 	for i, m := range ms {
@@ -111,6 +85,40 @@ func KillSet(ctx context.Context, req grade.Request, runs int, prev *mutagen.Res
 	fmt.Fprintf(log, "%s: %d required (+%d merged into them), %d survivors, %d unstable, %d hang; %.0f s in all\n",
 		l.Exercise(), res.Count(mutagen.Required), res.Count(mutagen.Merged), res.Count(mutagen.Survivor), res.Count(mutagen.Unstable), res.Count(mutagen.Hangs), time.Since(start).Seconds())
 	return res, nil
+}
+
+// run generates the set, drops what does not compile, runs the reference
+// answer (req.Answer, by default the lesson's Reference) runs times on each
+// of the rest (runSet) and returns the results' head, the mutants run, what
+// the reference did on each and when it began.
+func (s Set) run(ctx context.Context, req grade.Request, runs int, log io.Writer) (*mutagen.Results, []mutagen.Mutant, []outcome, time.Time, error) {
+	if req.Answer == "" {
+		req.Answer = req.Lesson.Reference()
+	}
+	req.Repeat = 1
+	o := req.WithDefaults()
+	l := o.Lesson
+	start := time.Now()
+	all, err := s.Generate(o.Root, l)
+	if err != nil {
+		return nil, nil, nil, start, err
+	}
+	ms, dropped, err := mutagen.Compiles(o.Root, all)
+	if err != nil {
+		return nil, nil, nil, start, err
+	}
+	fmt.Fprintf(log, "%s: %d %ss generated, %d do not compile (dropped), %d to run %d times each (%.1f s)\n",
+		l.Exercise(), len(all), s, len(dropped), len(ms), runs, time.Since(start).Seconds())
+	covers, err := s.Covers(o.Root, l)
+	if err != nil {
+		return nil, nil, nil, start, err
+	}
+	outs, err := runSet(ctx, o, ms, runs, log)
+	if err != nil {
+		return nil, nil, nil, start, err
+	}
+	res := &mutagen.Results{Exercise: l.Exercise(), Wheats: s == Wheats, Command: s.Command(l), Covers: covers, Generator: mutagen.Version, Runs: runs, Dropped: len(dropped)}
+	return res, ms, outs, start, nil
 }
 
 // outcome is what the reference did on one generated mutant or wheat over

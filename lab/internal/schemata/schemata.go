@@ -40,6 +40,7 @@ import (
 	"strings"
 
 	"quoteflowlab.dev/kit/check"
+	"quoteflowlab.dev/lab/internal/mutagen"
 )
 
 // Schema is one build that holds the original code and every edit in it.
@@ -192,7 +193,7 @@ type parsed struct {
 	src   []byte
 	fset  *token.FileSet
 	file  *ast.File
-	funcs map[string]*ast.FuncDecl // by funcKey
+	funcs map[string]*ast.FuncDecl // by mutagen.FuncKey
 	other []string                 // printed non-import declarations, in order
 }
 
@@ -206,7 +207,7 @@ func parse(name string, src []byte) (*parsed, error) {
 	for _, d := range f.Decls {
 		switch d := d.(type) {
 		case *ast.FuncDecl:
-			p.funcs[funcKey(d)] = d
+			p.funcs[mutagen.FuncKey(d)] = d
 		case *ast.GenDecl:
 			if d.Tok != token.IMPORT {
 				p.other = append(p.other, p.print(d))
@@ -224,26 +225,6 @@ func (p *parsed) print(n any) string {
 }
 
 func (p *parsed) offset(pos token.Pos) int { return p.fset.Position(pos).Offset }
-
-// funcKey names a function or method uniquely in a package: "Name" or "Recv.Name".
-func funcKey(d *ast.FuncDecl) string {
-	if d.Recv == nil || len(d.Recv.List) == 0 {
-		return d.Name.Name
-	}
-	t := d.Recv.List[0].Type
-	if s, ok := t.(*ast.StarExpr); ok {
-		t = s.X
-	}
-	switch t := t.(type) {
-	case *ast.Ident:
-		return t.Name + "." + d.Name.Name
-	case *ast.IndexExpr:
-		return fmt.Sprint(t.X) + "[]." + d.Name.Name
-	case *ast.IndexListExpr:
-		return fmt.Sprint(t.X) + "[]." + d.Name.Name
-	}
-	return "?." + d.Name.Name
-}
 
 // changed compares an edited version with the original and returns the
 // functions whose bodies differ and the imports the edit adds, or why the

@@ -2,7 +2,6 @@ package schemata
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"quoteflowlab.dev/kit/check"
 	"quoteflowlab.dev/kit/report"
 	"quoteflowlab.dev/kit/runner"
+	"quoteflowlab.dev/kit/testenv"
 )
 
 const libSrc = `package lib
@@ -143,12 +143,5 @@ func TestAStaleEditIsAnError(t *testing.T) {
 }
 
 func write(t *testing.T, root, name, body string) {
-	t.Helper()
-	p := filepath.Join(root, filepath.FromSlash(name))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Write(t, filepath.Join(root, filepath.FromSlash(name)), body)
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"quoteflowlab.dev/kit/testenv"
 )
 
 func start(t *testing.T, dir string, poll bool) *Watcher {
@@ -37,28 +39,18 @@ func signalled(w *Watcher, within time.Duration) bool {
 	}
 }
 
-func writeFile(t *testing.T, p, s string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // Polling sees an edit that keeps the size and the modification time:
 // the content hash differs.
 func TestPollSeesSameSizeSameTimeEdit(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "main.go")
-	writeFile(t, f, "package main // aaaa\n")
+	testenv.Write(t, f, "package main // aaaa\n")
 	st, err := os.Stat(f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := start(t, dir, true)
-	writeFile(t, f, "package main // bbbb\n")
+	testenv.Write(t, f, "package main // bbbb\n")
 	if err := os.Chtimes(f, st.ModTime(), st.ModTime()); err != nil {
 		t.Fatal(err)
 	}
@@ -69,76 +61,70 @@ func TestPollSeesSameSizeSameTimeEdit(t *testing.T) {
 
 // Only matching files count; a new folder's files do, in both modes.
 func TestMatchAndNewFolders(t *testing.T) {
-	for _, poll := range []bool{true, false} {
-		name := map[bool]string{true: "poll", false: "events"}[poll]
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			writeFile(t, filepath.Join(dir, "main.go"), "package main\n")
-			w := start(t, dir, poll)
-			writeFile(t, filepath.Join(dir, "notes.txt"), "not Go")
-			writeFile(t, filepath.Join(dir, ".git", "x.go"), "hidden folder")
-			if signalled(w, 500*time.Millisecond) {
-				t.Fatal("a change to files that do not match was reported")
-			}
-			writeFile(t, filepath.Join(dir, "probe", "main.go"), "package main\n")
-			if !signalled(w, 5*time.Second) {
-				t.Fatal("a Go file in a new folder was not seen")
-			}
-			writeFile(t, filepath.Join(dir, "probe", "main.go"), "package main // edited\n")
-			if !signalled(w, 5*time.Second) {
-				t.Fatal("an edit in the new folder was not seen")
-			}
-		})
-	}
+	inBothModes(t, func(t *testing.T, poll bool) {
+		dir := t.TempDir()
+		testenv.Write(t, filepath.Join(dir, "main.go"), "package main\n")
+		w := start(t, dir, poll)
+		testenv.Write(t, filepath.Join(dir, "notes.txt"), "not Go")
+		testenv.Write(t, filepath.Join(dir, ".git", "x.go"), "hidden folder")
+		if signalled(w, 500*time.Millisecond) {
+			t.Fatal("a change to files that do not match was reported")
+		}
+		testenv.Write(t, filepath.Join(dir, "probe", "main.go"), "package main\n")
+		if !signalled(w, 5*time.Second) {
+			t.Fatal("a Go file in a new folder was not seen")
+		}
+		testenv.Write(t, filepath.Join(dir, "probe", "main.go"), "package main // edited\n")
+		if !signalled(w, 5*time.Second) {
+			t.Fatal("an edit in the new folder was not seen")
+		}
+	})
 }
 
 // A burst of writes is one signal, sent after the burst.
 func TestBurstIsOneSignal(t *testing.T) {
-	for _, poll := range []bool{true, false} {
-		name := map[bool]string{true: "poll", false: "events"}[poll]
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			f := filepath.Join(dir, "main.go")
-			writeFile(t, f, "package main\n")
-			w := start(t, dir, poll)
-			var end time.Time
-			for attempt := 1; ; attempt++ {
-				// Each write's time is taken before it starts: the watcher
-				// cannot see a write before then, so the signal is due
-				// Quiet after the last write's start at the earliest (taken
-				// after it, a preemption between the write and the clock
-				// read made a correct watcher look early).
-				last, gap := time.Now(), time.Duration(0)
-				for i := range 20 {
-					now := time.Now()
-					writeFile(t, f, "package main // "+strings.Repeat("x", i)+"\n")
-					gap, last = max(gap, now.Sub(last)), now
-					time.Sleep(2 * time.Millisecond)
-				}
-				if gap < Quiet/2 {
-					end = last
-					break
-				}
-				// Writes Quiet apart are two bursts: the machine is too busy.
-				if attempt == 3 {
-					t.Skipf("the machine is too busy to write a burst: writes %v apart", gap)
-				}
-				for signalled(w, 3*Quiet+100*time.Millisecond) {
-				}
+	inBothModes(t, func(t *testing.T, poll bool) {
+		dir := t.TempDir()
+		f := filepath.Join(dir, "main.go")
+		testenv.Write(t, f, "package main\n")
+		w := start(t, dir, poll)
+		var end time.Time
+		for attempt := 1; ; attempt++ {
+			// Each write's time is taken before it starts: the watcher
+			// cannot see a write before then, so the signal is due
+			// Quiet after the last write's start at the earliest (taken
+			// after it, a preemption between the write and the clock
+			// read made a correct watcher look early).
+			last, gap := time.Now(), time.Duration(0)
+			for i := range 20 {
+				now := time.Now()
+				testenv.Write(t, f, "package main // "+strings.Repeat("x", i)+"\n")
+				gap, last = max(gap, now.Sub(last)), now
+				time.Sleep(2 * time.Millisecond)
 			}
-			select {
-			case <-w.C:
-				if time.Now().Before(end.Add(Quiet)) {
-					t.Fatal("signalled before the burst had been quiet for Quiet")
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("no signal for the burst")
+			if gap < Quiet/2 {
+				end = last
+				break
 			}
-			if signalled(w, 3*Quiet+100*time.Millisecond) {
-				t.Fatal("a second signal for one burst")
+			// Writes Quiet apart are two bursts: the machine is too busy.
+			if attempt == 3 {
+				t.Skipf("the machine is too busy to write a burst: writes %v apart", gap)
 			}
-		})
-	}
+			for signalled(w, 3*Quiet+100*time.Millisecond) {
+			}
+		}
+		select {
+		case <-w.C:
+			if time.Now().Before(end.Add(Quiet)) {
+				t.Fatal("signalled before the burst had been quiet for Quiet")
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no signal for the burst")
+		}
+		if signalled(w, 3*Quiet+100*time.Millisecond) {
+			t.Fatal("a second signal for one burst")
+		}
+	})
 }
 
 // Where file events cannot be set up, polling takes over and says why.
@@ -148,7 +134,7 @@ func TestFallsBackToPolling(t *testing.T) {
 	newWatcher = func() (*fsnotify.Watcher, error) { return nil, errors.New("too many open files") }
 	dir := t.TempDir()
 	f := filepath.Join(dir, "main.go")
-	writeFile(t, f, "package main\n")
+	testenv.Write(t, f, "package main\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w2, err := Start(ctx, Options{Dir: dir, Interval: 50 * time.Millisecond})
@@ -159,8 +145,16 @@ func TestFallsBackToPolling(t *testing.T) {
 	if w2.Mode != Poll || w2.Fallback == nil || !strings.Contains(w2.Fallback.Error(), "too many open files") {
 		t.Fatalf("mode %s, fallback %v; want poll, saying why", w2.Mode, w2.Fallback)
 	}
-	writeFile(t, f, "package main // edited\n")
+	testenv.Write(t, f, "package main // edited\n")
 	if !signalled(w2, 5*time.Second) {
 		t.Fatal("the fallback saw no change")
+	}
+}
+
+// inBothModes runs test as a subtest polling ("poll") and on file events
+// ("events").
+func inBothModes(t *testing.T, test func(t *testing.T, poll bool)) {
+	for _, poll := range []bool{true, false} {
+		t.Run(map[bool]string{true: "poll", false: "events"}[poll], func(t *testing.T) { test(t, poll) })
 	}
 }
