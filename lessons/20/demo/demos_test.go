@@ -66,3 +66,34 @@ func TestCapacityLimitReadings(t *testing.T) {
 		t.Errorf("without a trace: %v, want -", got)
 	}
 }
+
+// A call through a limiter is good when it is answered 200 within 800 ms
+// of its start; it belongs to the phase its start falls in.
+func TestFailsafePhasesAndGoodCalls(t *testing.T) {
+	t0 := time.Now()
+	c := capacityFixture(t0)
+	r := fsRun{began: t0, sched: c.sched}
+	at := func(startMs, tookMs, outcome int) fsCall {
+		s := t0.Add(time.Duration(startMs) * time.Millisecond)
+		return fsCall{start: s, end: s.Add(time.Duration(tookMs) * time.Millisecond), outcome: outcome}
+	}
+	r.calls = []fsCall{
+		at(0, 800, fsOK),       // good: at the deadline
+		at(9999, 801, fsOK),    // late
+		at(10000, 1, fsShed),   // shed, in the second phase
+		at(10001, 100, fsFail), // a 503
+		at(25000, 10, fsOK),
+	}
+	for i, want := range []struct{ n, good int }{{2, 1}, {2, 0}, {1, 1}} {
+		cs, secs := r.phase(i)
+		good := 0
+		for _, c := range cs {
+			if c.good() {
+				good++
+			}
+		}
+		if len(cs) != want.n || good != want.good || secs != 10 {
+			t.Errorf("phase %d: %d calls, %d good, %g s; want %d, %d, 10 s", i, len(cs), good, secs, want.n, want.good)
+		}
+	}
+}
