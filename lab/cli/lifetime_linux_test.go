@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,6 +29,7 @@ import (
 // test binary as lab) the test demo `lab demo 0 hold`: a redis-server and
 // two QuoteFlow stand-ins, then a line every 20 ms until it is stopped.
 func TestLabDemoLeavesNothingBehind(t *testing.T) {
+	hupHeard(t)
 	exe := labCommand(t)
 	for _, tc := range []struct {
 		name string
@@ -122,6 +124,7 @@ func TestLabDemoLeavesNothingBehind(t *testing.T) {
 // Once with go run itself, once with a stand-in for it that is killed
 // outright; the provider listens on free ports.
 func TestProviderEndsWithGoRun(t *testing.T) {
+	hupHeard(t)
 	exe := labCommand(t)
 	root := testenv.Root(t)
 	for _, tc := range []struct {
@@ -383,5 +386,16 @@ func TestLabDemoSaysWhenTheMachineHeldItBack(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "lab demo 0 wait: the machine was busy while it ran: a 10 ms timer fired up to") {
 		t.Errorf("held back 3 × 100 ms, lab demo said nothing of it; stderr:\n%s", stderr.String())
+	}
+}
+
+// hupHeard fails the test at once, with the reason, when this process
+// ignores SIGHUP (go test started under nohup): every lab it starts inherits
+// that and, by design, keeps ignoring it and outlives its parent, so the
+// test would only time out with nothing to say why.
+func hupHeard(t *testing.T) {
+	t.Helper()
+	if signal.Ignored(syscall.SIGHUP) {
+		t.Fatal("SIGHUP is ignored in this test process (started under nohup?): a lab it starts keeps ignoring it, as nohup asks, and cannot end with its parent; run go test without nohup")
 	}
 }
