@@ -22,6 +22,17 @@ import (
 	"quoteflowlab.dev/kit/runner"
 )
 
+const demoAbout = `usage: lab demo NN [NAME]
+
+Runs an experiment a lesson page shows, end to end: it builds the checkpoint (and the mutant
+it compares with), starts the provider lab, the QuoteFlow processes and a redis-server (the
+embedded stand-in when there is none) on free loopback ports, prints the page's table, and
+stops everything it started, on Ctrl-C, a hangup or a closed output too (on Linux, even when
+lab is killed outright). Without NAME, every demo of the lesson, in page order.
+
+demos:
+`
+
 // runDemo runs a lesson page's experiments end to end: lesson NN's demo
 // program, lessons/NN/demo (see kit/demo), built and run.
 func runDemo(args []string, stdout, stderr io.Writer) int {
@@ -34,15 +45,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		if help {
 			w = stdout
 		}
-		fmt.Fprintln(w, "usage: lab demo NN [NAME]")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Runs an experiment a lesson page shows, end to end: it builds the checkpoint (and the mutant")
-		fmt.Fprintln(w, "it compares with), starts the provider lab, the QuoteFlow processes and a redis-server (the")
-		fmt.Fprintln(w, "embedded stand-in when there is none) on free loopback ports, prints the page's table, and")
-		fmt.Fprintln(w, "stops everything it started, on Ctrl-C, a hangup or a closed output too (on Linux, even when")
-		fmt.Fprintln(w, "lab is killed outright). Without NAME, every demo of the lesson, in page order.")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "demos:")
+		fmt.Fprint(w, demoAbout)
 		if root == "" {
 			return
 		}

@@ -34,8 +34,8 @@ type verifyItem struct {
 	dir   string
 	env   string
 	args  []string
-	match func(pkg, test string) bool
-	want  int // scripts: how many must have passed (0: any number > 0)
+	match func(pkg, test string) bool // nil: every test of the run
+	want  int                         // scripts: how many must have passed (0: any number > 0)
 	// run, when set, is the item's own work instead of a go test run.
 	run func(ctx context.Context) itemResult
 }
@@ -163,9 +163,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := writeJSON(stdout, res); err != nil {
 			fmt.Fprintf(stderr, "lab verify: %v\n", err)
 			return 1
 		}
@@ -272,12 +270,6 @@ func (res verifyResult) inconclusive() bool {
 	return some
 }
 
-// scriptGroup is a family of testscripts lab verify reports as one item.
-type scriptGroup struct {
-	prefix string
-	what   string
-}
-
 // verifyItems discovers what there is to verify, in the order a reader
 // expects: checkpoints, exercises (answer, starter, mutants or grader),
 // provider, the lab command.
@@ -291,7 +283,6 @@ func verifyItems(root string, lessons []course.Lesson) []verifyItem {
 		items = append(items, verifyItem{
 			name: "checkpoint " + n + ": its own tests, standalone (GOWORK=off go test ./...)",
 			dir:  dir, env: "GOWORK=off", args: []string{"./..."},
-			match: func(string, string) bool { return true },
 		})
 	}
 	scripts := scriptNames(root)
@@ -325,15 +316,13 @@ func verifyItems(root string, lessons []course.Lesson) []verifyItem {
 		verifyItem{
 			name: "course: every lesson complete, every check's edit applies (go test ./lab/...)",
 			dir:  root, env: "GOWORK=off", args: []string{"./lab/..."},
-			match: func(string, string) bool { return true },
 		},
 		verifyItem{
 			name: "provider: contract tests (go test ./provider/)",
 			dir:  root, env: "GOWORK=off", args: []string{"./provider/"},
-			match: func(string, string) bool { return true },
 		},
 	)
-	for _, g := range []scriptGroup{
+	for _, g := range []struct{ prefix, what string }{
 		{"provider_", "provider: contract over real HTTP"},
 		{"checkpoint_", "checkpoints: live against the provider"},
 		{"lab_", "lab command"},
@@ -352,7 +341,6 @@ func graderRun(root string, l course.Lesson, dir string) verifyItem {
 	it := verifyItem{
 		name: l.Exercise() + ": the grader's own tests; it rejects every broken check for its property (go test " + pkgs + ", a case per " + l.Checks() + "/*.txtar of kind broken)",
 		dir:  root, env: "GOWORK=off", args: []string{pkgs},
-		match: func(string, string) bool { return true },
 	}
 	it.run = func(ctx context.Context) itemResult {
 		return graderResult(root, l, it, goTestJSON(ctx, root, it.env, it.args...))
@@ -467,7 +455,7 @@ func (run *testRun) item(it verifyItem) itemResult {
 	pkgs := 0
 	for _, key := range run.order {
 		t := run.tests[key]
-		if !it.match(t.pkg, t.test) {
+		if it.match != nil && !it.match(t.pkg, t.test) {
 			continue
 		}
 		if t.test == "" {
@@ -499,7 +487,10 @@ func (run *testRun) item(it verifyItem) itemResult {
 	case len(failed) > 0:
 		r.Summary = fmt.Sprintf("%d failed: %s", len(failed), strings.Join(failed, ", "))
 	case run.res.Err != nil || run.res.TimedOut:
-		r.Summary = "go test did not finish: " + strings.TrimSpace(fmt.Sprint(run.res.Err)) + timedOut(run.res)
+		r.Summary = "go test did not finish: " + strings.TrimSpace(fmt.Sprint(run.res.Err))
+		if run.res.TimedOut {
+			r.Summary += fmt.Sprintf(" (killed after %s)", testTimeout)
+		}
 		r.Detail = tailLines(run.res.Output, 30)
 	case len(passed) == 0 && pkgs == 0:
 		r.Summary = "no test ran (all skipped, or none match?)"
@@ -536,13 +527,6 @@ func hasFailedTest(run *testRun, pkg string) bool {
 		}
 	}
 	return false
-}
-
-func timedOut(res runner.Result) string {
-	if res.TimedOut {
-		return fmt.Sprintf(" (killed after %s)", testTimeout)
-	}
-	return ""
 }
 
 func exists(root, slashPath string) bool {

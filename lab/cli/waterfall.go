@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"slices"
 
@@ -50,7 +49,7 @@ func runWaterfall(args []string, stdout, stderr io.Writer) int {
 	case !(*deadline >= 0 && *deadline <= 86400000): // NaN and infinities fail it too
 		return usageError(fs, stderr, "--deadline-ms must be a number of ms from 0 to 86400000 (got %v)", *deadline)
 	}
-	if u, err := url.Parse(*base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if !isBaseURL(*base) {
 		return usageError(fs, stderr, "--provider %q is not a base URL like %s", *base, providerDefaultURL)
 	}
 

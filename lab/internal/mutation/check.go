@@ -133,7 +133,7 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 	}()
 	var js []judged
 	if b.mainRes.OK() {
-		js = c.variants(vctx, b, vs[:handWritten])
+		js = c.variantsFrom(vctx, b, vs[:handWritten], 0)
 	}
 	<-refDone
 	js = c.generated(vctx, b, vs, handWritten, ref, js, start)
@@ -236,7 +236,7 @@ func (c *checker) prepare(ctx context.Context, vs []check.Check) (*builds, error
 	if b.schema == nil {
 		what = "the answer on the checkpoint"
 	}
-	c.built(what, b.mainRes)
+	c.step("build", what, b.mainRes.Elapsed)
 	if !b.mainRes.OK() && b.schema != nil && ctx.Err() == nil {
 		// Whose fault? Build the plain checkpoint: if that builds, the
 		// schema is not viable (a course bug), and each variant gets a
@@ -246,7 +246,7 @@ func (c *checker) prepare(ctx context.Context, vs []check.Check) (*builds, error
 			return nil, err
 		}
 		res := runner.Build(ctx, o.Root, plain, b.main, b.pkg)
-		c.built("the answer on the plain checkpoint (the schema did not build)", res)
+		c.step("build", "the answer on the plain checkpoint (the schema did not build)", res.Elapsed)
 		if res.OK() {
 			c.note(msg.T("mut.schema_failed") + "\n" + report.Shorten(buildOutput(b.mainRes), 600))
 			for _, v := range b.schema.Members {
@@ -328,14 +328,9 @@ func (c *checker) referenceRun(b *builds, res judged) *report.Run {
 	return run
 }
 
-// variants runs the answer on each mutant and wheat once (a round) and
-// returns what it did on each; what does not build is reported here.
-func (c *checker) variants(ctx context.Context, b *builds, vs []check.Check) []judged {
-	return c.variantsFrom(ctx, b, vs, 0)
-}
-
-// variantsFrom is variants for vs[from:], whose properties are
-// c.r.Properties[from:]; the judged it returns are for vs[from:].
+// variantsFrom runs the answer once (a round) on each mutant and wheat of
+// all[from:], whose properties are c.r.Properties[from:], and returns what
+// it did on each; what does not build is reported here.
 func (c *checker) variantsFrom(ctx context.Context, b *builds, all []check.Check, from int) []judged {
 	vs := all[from:]
 	began := time.Now()
@@ -508,11 +503,6 @@ func (c *checker) step(kind, what string, d time.Duration) {
 	c.r.Timings.Add(kind, what, d.Milliseconds())
 }
 
-// built records a build's time.
-func (c *checker) built(what string, res runner.Result) {
-	c.step("build", what, res.Elapsed)
-}
-
 // note adds a note to the report; runs that go at once share it.
 func (c *checker) note(s string) {
 	c.mu.Lock()
@@ -520,56 +510,48 @@ func (c *checker) note(s string) {
 	c.r.Notes = append(c.r.Notes, s)
 }
 
-// buildOwn builds the variants that need a build of their own, two at a
-// time: the main build has filled the build cache with what they share.
+// buildOwn builds the variants that need a build of their own, a few at
+// a time: the main build has filled the build cache with what they share.
 func (c *checker) buildOwn(ctx context.Context, b *builds, vs []check.Check) {
+	vs = slices.DeleteFunc(slices.Clone(vs), func(v check.Check) bool { _, own := b.own[v.Name]; return !own })
+	bins, errs := make([]string, len(vs)), make([]string, len(vs))
 	sem := make(chan struct{}, max(2, runtime.NumCPU()))
-	done := make(chan struct{})
-	n := 0
-	type built struct {
-		name, bin, err string
-	}
-	results := make(chan built, len(b.own))
-	for _, v := range vs {
-		if _, own := b.own[v.Name]; !own {
-			continue
-		}
-		n++
-		go func() {
+	var wg sync.WaitGroup
+	for i, v := range vs {
+		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			bin := filepath.Join(b.dir, "bin", runner.Exe(c.neutral(v.Name)))
-			dir := filepath.Join(b.dir, "own-"+c.neutral(v.Name))
-			ovFile, err := check.WriteOverlay(c.o.Root, dir, v)
-			if err == nil && len(b.external) > 0 {
-				ovFile, err = c.overlayWith(b, dir, v)
-			}
-			if err != nil {
-				results <- built{v.Name, "", err.Error()}
-				return
-			}
-			res := runner.Build(ctx, c.o.Root, ovFile, bin, b.pkg)
-			c.built("the answer on "+string(v.Kind)+" "+v.Name+" (a build of its own)", res)
-			if !res.OK() {
-				results <- built{v.Name, "", buildOutput(res)}
-				return
-			}
-			results <- built{v.Name, bin, ""}
-		}()
+			bins[i], errs[i] = c.buildOne(ctx, b, v)
+		})
 	}
-	go func() {
-		for range n {
-			r := <-results
-			if r.err != "" {
-				b.ownErr[r.name] = r.err
-			} else {
-				b.own[r.name] = r.bin
-			}
+	wg.Wait()
+	for i, v := range vs {
+		if errs[i] != "" {
+			b.ownErr[v.Name] = errs[i]
+		} else {
+			b.own[v.Name] = bins[i]
 		}
-		close(done)
-	}()
-	<-done
+	}
 	b.clean()
+}
+
+// buildOne builds the answer on v alone: the binary, or why it did not build.
+func (c *checker) buildOne(ctx context.Context, b *builds, v check.Check) (bin, failed string) {
+	bin = filepath.Join(b.dir, "bin", runner.Exe(c.neutral(v.Name)))
+	dir := filepath.Join(b.dir, "own-"+c.neutral(v.Name))
+	ovFile, err := check.WriteOverlay(c.o.Root, dir, v)
+	if err == nil && len(b.external) > 0 {
+		ovFile, err = c.overlayWith(b, dir, v)
+	}
+	if err != nil {
+		return "", err.Error()
+	}
+	res := runner.Build(ctx, c.o.Root, ovFile, bin, b.pkg)
+	c.step("build", "the answer on "+string(v.Kind)+" "+v.Name+" (a build of its own)", res.Elapsed)
+	if !res.OK() {
+		return "", buildOutput(res)
+	}
+	return bin, ""
 }
 
 // neutral is a name for a variant's files that says nothing of it: a
@@ -701,23 +683,17 @@ func (c *checker) scratch(bin string) (dir, exe string, err error) {
 		return "", "", err
 	}
 	exe = filepath.Join(dir, runner.Exe("answer"))
-	if err := os.Link(bin, exe); err != nil {
-		err = copyFile(bin, exe)
+	if os.Link(bin, exe) != nil { // another file system: a copy
+		data, err := os.ReadFile(bin)
+		if err == nil {
+			err = os.WriteFile(exe, data, 0o755)
+		}
 		if err != nil {
 			os.RemoveAll(dir)
 			return "", "", err
 		}
 	}
 	return dir, exe, nil
-}
-
-// copyFile copies an executable.
-func copyFile(from, to string) error {
-	data, err := os.ReadFile(from)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(to, data, 0o755)
 }
 
 // sameFailure reports whether two failed runs of one build failed the same
