@@ -141,18 +141,14 @@ func FuncKey(d *ast.FuncDecl) string {
 	if s, ok := t.(*ast.StarExpr); ok {
 		t = s.X
 	}
-	switch t := t.(type) {
+	switch g := t.(type) { // a generic type's: T[P] or T[P, Q]
 	case *ast.IndexExpr:
-		t2 := t.X
-		if id, ok := t2.(*ast.Ident); ok {
-			return id.Name + "." + d.Name.Name
-		}
+		t = g.X
 	case *ast.IndexListExpr:
-		if id, ok := t.X.(*ast.Ident); ok {
-			return id.Name + "." + d.Name.Name
-		}
-	case *ast.Ident:
-		return t.Name + "." + d.Name.Name
+		t = g.X
+	}
+	if id, ok := t.(*ast.Ident); ok {
+		return id.Name + "." + d.Name.Name
 	}
 	return "_." + d.Name.Name
 }
@@ -361,14 +357,7 @@ func isNil(e ast.Expr) bool {
 
 // isEquality: an == or != comparison (its negation is eq_flip's mutant).
 func isEquality(e ast.Expr) bool {
-	for {
-		p, ok := e.(*ast.ParenExpr)
-		if !ok {
-			break
-		}
-		e = p.X
-	}
-	b, ok := e.(*ast.BinaryExpr)
+	b, ok := ast.Unparen(e).(*ast.BinaryExpr)
 	return ok && (b.Op == token.EQL || b.Op == token.NEQ)
 }
 

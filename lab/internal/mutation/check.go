@@ -25,6 +25,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	mathrand "math/rand/v2"
 	"os"
 	"path/filepath"
@@ -91,19 +92,7 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 		r.Properties = append(r.Properties, newProp(v))
 	}
 	c := &checker{o: o, s: s, r: &r}
-	if l.Redis {
-		// A redis-server per run: the first ones start while the answer
-		// builds.
-		c.redisUp = make(chan struct{})
-		go func() {
-			defer close(c.redisUp)
-			var err error
-			if c.redis, err = startRedis(ctx, filepath.Join(o.CacheDir, "redis"), (len(vs)+1)*o.Repeat); err != nil {
-				c.note(msg.T("mut.no_redis", err))
-			}
-		}()
-		defer func() { <-c.redisUp; c.redis.close() }()
-	}
+	defer c.startRedis(ctx, (len(vs)+1)*o.Repeat, func(err error) { c.note(msg.T("mut.no_redis", err)) })()
 	built := time.Now()
 	b, err := c.prepare(ctx, vs)
 	r.BuildMS = time.Since(built).Milliseconds()
@@ -111,9 +100,7 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 		r.Verdict, r.Summary = report.Failed, err.Error()
 		return r
 	}
-	if c.redisUp != nil {
-		<-c.redisUp
-	}
+	<-c.redisUp
 	// The reference and the variants run at once: the variants' results
 	// count only when the reference passed; when it did not, they are
 	// stopped and left not run.
@@ -172,12 +159,32 @@ type checker struct {
 	r             *report.Report
 	mu            sync.Mutex // guards r's notes while runs go at once
 	// redis gives each run a redis-server of its own (lessons with Redis),
-	// nil without; set before the first run (redisUp closed), then read only.
+	// nil without; set when redisUp is closed (startRedis), then read only.
 	redis   *redisPool
 	redisUp chan struct{}
 	// refFlaky: with --repeat, the answer's result on the correct
 	// checkpoint changed from run to run.
 	refFlaky bool
+}
+
+// startRedis starts c.redis in the background for a lesson with Redis:
+// the first servers start while the answer builds, and redisUp is closed
+// once they are up (or could not start: failed says why). It returns what
+// stops them all.
+func (c *checker) startRedis(ctx context.Context, runs int, failed func(error)) (stop func()) {
+	c.redisUp = make(chan struct{})
+	if !c.o.Lesson.Redis {
+		close(c.redisUp)
+		return func() {}
+	}
+	go func() {
+		defer close(c.redisUp)
+		var err error
+		if c.redis, err = startRedis(ctx, filepath.Join(c.o.CacheDir, "redis"), runs); err != nil {
+			failed(err)
+		}
+	}()
+	return func() { <-c.redisUp; c.redis.close() }
 }
 
 // builds are the binaries of one check: the main one (the schema, or the
@@ -284,12 +291,8 @@ func (c *checker) overlay(b *builds, name string, files map[string]string) (stri
 		return "", nil
 	}
 	ov := check.Overlay{Replace: map[string]string{}}
-	for k, v := range files {
-		ov.Replace[k] = v
-	}
-	for k, v := range b.external {
-		ov.Replace[k] = v
-	}
+	maps.Copy(ov.Replace, files)
+	maps.Copy(ov.Replace, b.external)
 	return check.WriteOverlayFile(filepath.Join(b.dir, "overlay-"+name), ov)
 }
 
@@ -537,11 +540,19 @@ func (c *checker) buildOwn(ctx context.Context, b *builds, vs []check.Check) {
 
 // buildOne builds the answer on v alone: the binary, or why it did not build.
 func (c *checker) buildOne(ctx context.Context, b *builds, v check.Check) (bin, failed string) {
-	bin = filepath.Join(b.dir, "bin", runner.Exe(c.neutral(v.Name)))
-	dir := filepath.Join(b.dir, "own-"+c.neutral(v.Name))
-	ovFile, err := check.WriteOverlay(c.o.Root, dir, v)
-	if err == nil && len(b.external) > 0 {
-		ovFile, err = c.overlayWith(b, dir, v)
+	name := c.neutral(v.Name)
+	bin = filepath.Join(b.dir, "bin", runner.Exe(name))
+	data, err := v.Apply(c.o.Root)
+	var target, ovFile string
+	if err == nil {
+		target, err = filepath.Abs(filepath.Join(c.o.Root, filepath.FromSlash(v.File)))
+	}
+	edited := filepath.Join(b.dir, "own-"+name, filepath.Base(v.File))
+	if err == nil {
+		err = check.WriteIfChanged(edited, data)
+	}
+	if err == nil {
+		ovFile, err = c.overlay(b, "own-"+name, map[string]string{target: edited})
 	}
 	if err != nil {
 		return "", err.Error()
@@ -560,23 +571,6 @@ func (c *checker) neutral(name string) string {
 	m := hmac.New(sha256.New, c.s.Key)
 	m.Write([]byte("\x00file\x00" + name))
 	return "b" + hex.EncodeToString(m.Sum(nil))[:12]
-}
-
-// overlayWith is the overlay of one variant plus an external answer's files.
-func (c *checker) overlayWith(b *builds, dir string, v check.Check) (string, error) {
-	data, err := v.Apply(c.o.Root)
-	if err != nil {
-		return "", err
-	}
-	target, err := filepath.Abs(filepath.Join(c.o.Root, filepath.FromSlash(v.File)))
-	if err != nil {
-		return "", err
-	}
-	file := filepath.Join(dir, "edited-"+filepath.Base(v.File))
-	if err := check.WriteIfChanged(file, data); err != nil {
-		return "", err
-	}
-	return c.overlay(b, "own-"+c.neutral(v.Name), map[string]string{target: file})
 }
 
 // judged is the outcome of running one build, with re-runs.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	mathrand "math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -143,14 +142,9 @@ func runSet(ctx context.Context, o grade.Request, ms []mutagen.Mutant, runs int,
 	}
 	defer s.Close()
 	c := &checker{o: o, s: s, r: &r}
-	if l.Redis {
-		c.redisUp = make(chan struct{})
-		if c.redis, err = startRedis(ctx, filepath.Join(o.CacheDir, "redis"), (len(ms)+1)*runs); err != nil {
-			fmt.Fprintf(log, "no shared redis-server (%v): each run starts its own\n", err)
-		}
-		close(c.redisUp)
-		defer c.redis.close()
-	}
+	defer c.startRedis(ctx, (len(ms)+1)*runs, func(err error) {
+		fmt.Fprintf(log, "no shared redis-server (%v): each run starts its own\n", err)
+	})()
 	vs := make([]check.Check, len(ms))
 	for i, m := range ms {
 		vs[i] = m.Check
@@ -167,6 +161,7 @@ func runSet(ctx context.Context, o grade.Request, ms []mutagen.Mutant, runs int,
 	}
 	c.buildOwn(ctx, b, vs)
 	fmt.Fprintf(log, "%s: built in %.1f s (%d need a build of their own)\n", l.Exercise(), time.Since(built).Seconds(), len(b.own))
+	<-c.redisUp
 	for i := range runs {
 		res, busy := c.run(ctx, "the correct checkpoint", b.main, b.referenceEnv())
 		if !res.OK() && !busy {

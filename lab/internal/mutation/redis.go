@@ -15,25 +15,16 @@ import (
 // starting a server of its own; one that starts its own still works.
 const RedisEnv = "LAB_REDIS_URL"
 
-// redisPool gives every run of a check a redis-server of its own: no other
-// run can SELECT its databases, list its keys (INFO keyspace, DBSIZE,
-// KEYS, SCAN), see its clients (CLIENT LIST), hear its messages (PUBLISH,
-// SUBSCRIBE) or slow it down (a long script, a big key). A run's server is
-// killed when the run ends, never handed to another. The commands that
-// would reach past the server (replication, MIGRATE, modules) or write
-// files (CONFIG, SAVE, DEBUG) are disabled; SHUTDOWN too, as before.
+// redisPool gives every run of a check a redis-server of its own
+// (redisserver.Confined), killed when the run ends and never handed to
+// another: no run can see or slow down another's data, clients or
+// messages (no ACL rule confines a user to a database).
 //
-// One server for the whole check with a database per run (before) let a
-// run reach every other run's data: ACLs cannot close that (no ACL rule
-// limits a user to a database, and a key pattern per run needs the
-// answer's keys to carry a prefix the answer does not choose).
-//
-// A server takes 24-71 ms of wall time to start on a busy 2-core machine
-// (about 20 ms of CPU), so the pool starts them ahead of the runs: as many
-// as run at once, then one for each run that takes one, until it has
-// started as many as the check expects to run; past that, one when a run
-// finds none ready. A run's server is killed in the background, so the run
-// does not wait for it; close waits for every one.
+// A server takes 24-71 ms of wall time to start on a busy 2-core machine,
+// so the pool starts them ahead of the runs: as many as run at once, then
+// one for each run that takes one, until it has started as many as the
+// check expects to run; past that, one when a run finds none ready. A
+// run's server is killed in the background; close waits for every one.
 type redisPool struct {
 	bin, dir string
 	ready    chan *redisServer // started, not yet taken
@@ -44,7 +35,6 @@ type redisPool struct {
 	servers  sync.WaitGroup // every server started, until it is stopped
 }
 
-// redisServer is one run's server.
 type redisServer struct {
 	addr string
 	stop func()
@@ -83,9 +73,8 @@ func (p *redisPool) start(ctx context.Context) (*redisServer, error) {
 }
 
 // refill starts one server in the background for a run to come, if the
-// check expects more runs than servers were started, or if needed (a run
-// finds none ready). A pool that is closed starts none, and kills what
-// comes up after.
+// check expects more runs than were started, or if needed (a run finds
+// none ready); none once the pool is closed.
 func (p *redisPool) refill(needed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

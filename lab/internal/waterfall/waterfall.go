@@ -53,6 +53,19 @@ func lanes(rs provider.RequestStats) []Lane {
 	return []Lane{{"atlas", rs.Log.Atlas}, {"boreal", rs.Log.Boreal}, {"cedar", rs.Log.Cedar}}
 }
 
+// deadlines are the lines drawn: the deadline, and the budget the attempts
+// carried when the deadline came from --deadline-ms.
+func deadlines(rs provider.RequestStats, opt Options) []Deadline {
+	var out []Deadline
+	if d := DeadlineOf(rs, opt); d.Set {
+		out = append(out, d)
+	}
+	if b := DeadlineOf(rs, Options{}); opt.DeadlineMs > 0 && b.Set {
+		out = append(out, b)
+	}
+	return out
+}
+
 // DeadlineOf returns the deadline to draw for rs.
 func DeadlineOf(rs provider.RequestStats, opt Options) Deadline {
 	if opt.DeadlineMs > 0 {
@@ -73,12 +86,8 @@ func DeadlineOf(rs provider.RequestStats, opt Options) Deadline {
 	return d
 }
 
-// Scale returns the px per ms the picture uses: the time axis covers the
-// last end (or the deadline, if later) rounded up to a round number.
-func Scale(rs provider.RequestStats, opt Options) float64 {
-	return plotWidth / span(rs, opt)
-}
-
+// span is the ms the time axis covers: the last end (or the deadline, if
+// later) rounded up to a round number.
 func span(rs provider.RequestStats, opt Options) float64 {
 	end := 0.0
 	for _, l := range lanes(rs) {
@@ -260,10 +269,8 @@ func inlineMin(a provider.Attempt) float64 { return 6.5*float64(len(barLabel(a))
 
 // Render writes the SVG of rs to w.
 func Render(w io.Writer, rs provider.RequestStats, opt Options) error {
-	k := Scale(rs, opt)
 	full := span(rs, opt)
-	dl := DeadlineOf(rs, opt)
-	budget := DeadlineOf(rs, Options{}) // from X-Budget-Ms, drawn too when --deadline-ms is given
+	k := plotWidth / full
 	ls := lanes(rs)
 	x := func(ms float64) float64 { return plotLeft + ms*k }
 	plans := make([]lanePlan, len(ls))
@@ -351,7 +358,11 @@ func Render(w io.Writer, rs provider.RequestStats, opt Options) error {
 
 	// The lines: the deadline, and the budget when the deadline came from
 	// --deadline-ms (labels on two rows, in case they are close).
-	line := func(class string, d Deadline, colour string, row int) {
+	for row, d := range deadlines(rs, opt) {
+		class, colour := "deadline", "#d64545"
+		if row == 1 {
+			class, colour = "budget", "#e08a12"
+		}
 		dx := x(d.Ms)
 		fmt.Fprintf(&b, `<line class="%s" x1="%s" y1="%d" x2="%s" y2="%d" stroke="%s" stroke-width="1.5" stroke-dasharray="6 3"/>`+"\n",
 			class, f(dx), top-10-row*rowHeight, f(dx), axisY, colour)
@@ -361,12 +372,6 @@ func Render(w io.Writer, rs provider.RequestStats, opt Options) error {
 		}
 		fmt.Fprintf(&b, `<text x="%s" y="%d" fill="%s" font-size="11" text-anchor="%s">%s</text>`+"\n",
 			f(dx), top-14-row*rowHeight, colour, anchor, esc(fmt.Sprintf("%s %s (%s)", d.Name, fmtMs(d.Ms), d.Source)))
-	}
-	if dl.Set {
-		line("deadline", dl, "#d64545", 0)
-	}
-	if dl.Source == "--deadline-ms" && budget.Set {
-		line("budget", budget, "#e08a12", 1)
 	}
 
 	// Legend.
@@ -404,12 +409,8 @@ func Summary(rs provider.RequestStats, opt Options) []string {
 		}
 		out = append(out, fmt.Sprintf("%-7s %s → %s", l.Supplier, strings.Join(parts, ", "), Outcome(l)))
 	}
-	d := DeadlineOf(rs, opt)
-	if d.Set {
+	for _, d := range deadlines(rs, opt) {
 		out = append(out, fmt.Sprintf("%s %s (%s)", d.Name, fmtMs(d.Ms), d.Source))
-	}
-	if b := DeadlineOf(rs, Options{}); d.Source == "--deadline-ms" && b.Set {
-		out = append(out, fmt.Sprintf("%s %s (%s)", b.Name, fmtMs(b.Ms), b.Source))
 	}
 	return out
 }
