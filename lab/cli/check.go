@@ -50,8 +50,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	if c.asJSON {
 		if err := r.WriteJSON(stdout); err != nil {
-			fmt.Fprintf(stderr, "lab check: %v\n", err)
-			return 1
+			return failed(stderr, "lab check", err)
 		}
 	} else {
 		r.WriteText(stdout)

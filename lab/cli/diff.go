@@ -34,8 +34,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	}
 	out, err := diffTrees(c.root, dirs[0], dirs[1])
 	if err != nil {
-		fmt.Fprintf(stderr, "lab diff: %v\n", err)
-		return 1
+		return failed(stderr, "lab diff", err)
 	}
 	stdout.Write(out)
 	return 0

@@ -24,9 +24,9 @@ import (
 // With wheats (`lab verify --wheats`), the same for the wheats its
 // allowed.txt allows, into wheats.txt.
 func runKillset(root string, names []string, runs int, wheats bool, stdout, stderr io.Writer) int {
-	flag, set, run := "--killset", mutation.Mutants, mutation.KillSet
+	flag, set := "--killset", mutation.Mutants
 	if wheats {
-		flag, set, run = "--wheats", mutation.Wheats, mutation.WheatSet
+		flag, set = "--wheats", mutation.Wheats
 	}
 	lessons, code := mutantLessons(root, flag, names, stderr)
 	if code != 0 {
@@ -51,7 +51,7 @@ func runKillset(root string, names []string, runs int, wheats bool, stdout, stde
 			fmt.Fprintf(stderr, "lab verify %s: %v (its reviews are not carried over)\n", flag, err)
 			prev = nil
 		}
-		res, err := run(ctx, grade.Request{Root: root, Lesson: l}, runs, prev, stdout)
+		res, err := set.Run(ctx, grade.Request{Root: root, Lesson: l}, runs, prev, stdout)
 		if err != nil {
 			fmt.Fprintf(stderr, "lab verify %s %s: %v\n", flag, l.Exercise(), err)
 			code = 1

@@ -96,8 +96,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "\r%-60s\r", "")
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "lab load: %v\n", err)
-		return 1
+		return failed(stderr, "lab load", err)
 	}
 	if *asJSON {
 		writeJSON(stdout, rep)
@@ -191,8 +190,7 @@ func runSweep(fs *flag.FlagSet, stderr, stdout io.Writer, a sweepArgs) int {
 	}
 	sw, err := load.RunSweep(ctx, c)
 	if err != nil {
-		fmt.Fprintf(stderr, "lab load: %v\n", err)
-		return 1
+		return failed(stderr, "lab load", err)
 	}
 	if a.json {
 		writeJSON(stdout, sw)
@@ -203,8 +201,7 @@ func runSweep(fs *flag.FlagSet, stderr, stdout io.Writer, a sweepArgs) int {
 		var b strings.Builder
 		sw.SVG(&b)
 		if err := os.WriteFile(a.svg, []byte(b.String()), 0o644); err != nil {
-			fmt.Fprintf(stderr, "lab load: %v\n", err)
-			return 1
+			return failed(stderr, "lab load", err)
 		}
 		if !a.json {
 			fmt.Fprintf(stdout, "wrote %s\n", a.svg)

@@ -227,6 +227,12 @@ func probe(f *flag.Flag, v string) error {
 	return err
 }
 
+// failed says err as command cmd's ("lab show: ...") on stderr; exit code 1.
+func failed(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+	return 1
+}
+
 // usageError prints a usage problem and the command's usage; exit code 2.
 func usageError(fs *flag.FlagSet, stderr io.Writer, format string, a ...any) int {
 	fmt.Fprintf(stderr, "%s: %s\n", fs.Name(), fmt.Sprintf(format, a...))

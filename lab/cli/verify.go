@@ -125,8 +125,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	if *docs {
 		var err error
 		if rec, err = readDocsRecord(c.root); err != nil {
-			fmt.Fprintf(stderr, "lab verify --docs: %v\n", err)
-			return 1
+			return failed(stderr, "lab verify --docs", err)
 		}
 		if *recorded {
 			for i, it := range items {
@@ -164,8 +163,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	}
 	if *asJSON {
 		if err := writeJSON(stdout, res); err != nil {
-			fmt.Fprintf(stderr, "lab verify: %v\n", err)
-			return 1
+			return failed(stderr, "lab verify", err)
 		}
 	} else {
 		writeSummary(stdout, res)

@@ -76,16 +76,14 @@ func runWaterfall(args []string, stdout, stderr io.Writer) int {
 	opt := waterfall.Options{DeadlineMs: *deadline}
 	if *out == "" {
 		if err := waterfall.Render(stdout, rs, opt); err != nil {
-			fmt.Fprintf(stderr, "lab waterfall: %v\n", err)
-			return 1
+			return failed(stderr, "lab waterfall", err)
 		}
 		return 0
 	}
 	var svg bytes.Buffer
 	waterfall.Render(&svg, rs, opt)
 	if err := os.WriteFile(*out, svg.Bytes(), 0o644); err != nil {
-		fmt.Fprintf(stderr, "lab waterfall: %v\n", err)
-		return 1
+		return failed(stderr, "lab waterfall", err)
 	}
 	fmt.Fprintf(stdout, "wrote %s: X-Request-ID %s\n", *out, *id)
 	for _, line := range waterfall.Summary(rs, opt) {

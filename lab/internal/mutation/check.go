@@ -769,13 +769,13 @@ func (c *checker) decide() {
 	cp := msg.T("mut.checkpoint_n", o.Lesson.Number)
 	reqOK, req, bonusOK, bonus := r.Counts()
 	wheatsOK, wheats := 0, 0
-	var missed, wheatFails, busy, flaky []string
-	genMissed, genNotRun := generatedVerdict(r)
+	var missed, genMissed, wheatFails, busy, flaky []string
+	genNotRun := 0
 	genCaught, gen := r.GeneratedCounts()
 	for _, p := range r.Properties {
 		switch {
 		case p.Generated != nil && p.Status == report.NotRun:
-			// not run while a hand-written check fails: the verdict is theirs
+			genNotRun++ // while a hand-written check fails, the verdict is theirs
 		case p.Status == report.Busy:
 			busy = append(busy, p.Name)
 		case p.Flaky:
@@ -784,7 +784,9 @@ func (c *checker) decide() {
 			wheatsOK++
 		case p.Kind == report.Wheat && p.Status != report.NotRun && p.Status != report.NotViable:
 			wheatFails = append(wheatFails, p.Name)
-		case p.Kind == report.Mutant && p.Required && !p.OK && p.Status != report.NotViable && p.Generated == nil:
+		case p.Kind == report.Mutant && p.Generated != nil && !p.OK && p.Status != report.NotViable:
+			genMissed = append(genMissed, msg.T("mut.gen_missed_one", p.Name, p.Generated.Op, p.Generated.Where))
+		case p.Kind == report.Mutant && p.Required && !p.OK && p.Status != report.NotViable:
 			missed = append(missed, p.Name)
 		}
 		if p.Kind == report.Wheat {
