@@ -240,20 +240,3 @@ func ParseResults(text string) (*Results, error) {
 	}
 	return r, nil
 }
-
-// ReviewKind returns the verdict of a review line, or "" when it has none
-// of ReviewKinds or no reason after it.
-func ReviewKind(review string) string {
-	kind, reason, ok := strings.Cut(review, ":")
-	if !ok || strings.TrimSpace(reason) == "" || !slices.Contains(ReviewKinds, strings.TrimSpace(kind)) {
-		return ""
-	}
-	return strings.TrimSpace(kind)
-}
-
-// WheatReviewed reports whether a rejected wheat's review line gives its
-// verdict (WheatReviewKind) and a reason.
-func WheatReviewed(review string) bool {
-	kind, reason, ok := strings.Cut(review, ":")
-	return ok && strings.TrimSpace(kind) == WheatReviewKind && strings.TrimSpace(reason) != ""
-}
