@@ -284,28 +284,26 @@ func verifyItems(root string, lessons []course.Lesson) []verifyItem {
 		})
 	}
 	scripts := scriptNames(root)
-	scriptRun := func(name string, match func(script string) bool) verifyItem {
+	scriptRun := func(what, prefix string) verifyItem {
 		var names []string
 		for _, s := range scripts {
-			if match(s) {
+			if strings.HasPrefix(s, prefix) {
 				names = append(names, regexp.QuoteMeta(s))
 			}
 		}
 		return verifyItem{
-			name: name, dir: root, env: "GOWORK=off",
+			name: what + " (scripts " + prefix + "*)", dir: root, env: "GOWORK=off",
 			args: []string{"-run", "^TestScripts$/^(" + strings.Join(names, "|") + ")$", "./testscripts/"},
 			match: func(_, test string) bool {
 				s, ok := strings.CutPrefix(test, "TestScripts/")
-				return ok && match(strings.SplitN(s, "/", 2)[0])
+				return ok && strings.HasPrefix(strings.SplitN(s, "/", 2)[0], prefix)
 			},
 			want: max(len(names), 1),
 		}
 	}
-	prefixed := func(p string) func(string) bool { return func(s string) bool { return strings.HasPrefix(s, p) } }
 	for _, l := range lessons {
-		p := strings.ToLower(l.Exercise()) + "_"
 		g := graderFor(root, l)
-		items = append(items, scriptRun(l.Exercise()+": "+g.Proves()+" (scripts "+p+"*)", prefixed(p)))
+		items = append(items, scriptRun(l.Exercise()+": "+g.Proves(), strings.ToLower(l.Exercise())+"_"))
 		if own, ok := g.(*grade.Program); ok {
 			items = append(items, graderRun(root, l, own.Dir))
 		}
@@ -325,7 +323,7 @@ func verifyItems(root string, lessons []course.Lesson) []verifyItem {
 		{"checkpoint_", "checkpoints: live against the provider"},
 		{"lab_", "lab command"},
 	} {
-		items = append(items, scriptRun(g.what+" (scripts "+g.prefix+"*)", prefixed(g.prefix)))
+		items = append(items, scriptRun(g.what, g.prefix))
 	}
 	return items
 }
@@ -466,9 +464,8 @@ func (run *testRun) item(it verifyItem) itemResult {
 			}
 			continue
 		}
-		top := !strings.Contains(strings.TrimPrefix(t.test, "TestScripts/"), "/")
-		if !top {
-			continue
+		if strings.Contains(strings.TrimPrefix(t.test, "TestScripts/"), "/") {
+			continue // a subtest: its test says
 		}
 		switch t.action {
 		case "pass":
@@ -502,11 +499,7 @@ func (run *testRun) item(it verifyItem) itemResult {
 		r.OK = true
 		r.Summary = fmt.Sprintf("%d tests passed", len(passed))
 		if it.want > 0 {
-			names := make([]string, len(passed))
-			for i, p := range passed {
-				names[i] = strings.TrimPrefix(p, "TestScripts/")
-			}
-			r.Summary = fmt.Sprintf("%d scripts passed: %s", len(passed), strings.Join(names, ", "))
+			r.Summary = fmt.Sprintf("%d scripts passed: %s", len(passed), strings.ReplaceAll(strings.Join(passed, ", "), "TestScripts/", ""))
 		}
 		if run.cached > 0 {
 			r.Notes = append(r.Notes, "some results are cached: unchanged since they last passed (--no-cache reruns)")

@@ -91,45 +91,56 @@ func (m Mutant) Edit() string {
 // slash path file (from the repository root). Their names are not yet
 // unique across files: FromScope prefixes the package where two collide.
 func Generate(file string, src []byte, funcs []string) ([]Mutant, error) {
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, file, src, parser.ParseComments|parser.SkipObjectResolution)
+	gs, err := gens(file, src, funcs, "scope")
 	if err != nil {
 		return nil, err
 	}
-	all := slices.Contains(funcs, "*")
-	found := map[string]bool{}
 	var out []Mutant
 	seen := map[string]bool{} // edited file content → already made
-	for _, d := range f.Decls {
-		fd, ok := d.(*ast.FuncDecl)
-		if !ok || fd.Body == nil {
-			continue
-		}
-		key := FuncKey(fd)
-		if !all && !slices.Contains(funcs, key) {
-			continue
-		}
-		found[key] = true
-		g := &gen{fset: fset, src: src, file: file, fd: fd, key: key, count: map[string]int{}, skip: map[token.Pos]bool{}, pkgs: imported(f)}
+	for _, g := range gs {
 		g.walk()
 		for _, m := range g.out {
 			edited, err := m.Apply(string(src))
-			if err != nil {
-				continue
-			}
-			if seen[edited] || edited == string(src) {
+			if err != nil || seen[edited] || edited == string(src) {
 				continue
 			}
 			seen[edited] = true
 			out = append(out, m.Mutant)
 		}
 	}
+	return out, nil
+}
+
+// gens are the generators of the functions of src (the file at slash path
+// file) that funcs names ("*": every one); a name with no function is an
+// error, which says that from names it.
+func gens(file string, src []byte, funcs []string, from string) ([]*gen, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, src, parser.ParseComments|parser.SkipObjectResolution)
+	if err != nil {
+		return nil, err
+	}
+	pkgs := imported(f)
+	found := map[string]bool{}
+	var gs []*gen
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Body == nil {
+			continue
+		}
+		key := FuncKey(fd)
+		if !slices.Contains(funcs, "*") && !slices.Contains(funcs, key) {
+			continue
+		}
+		found[key] = true
+		gs = append(gs, &gen{fset: fset, src: src, file: file, fd: fd, key: key, count: map[string]int{}, skip: map[token.Pos]bool{}, pkgs: pkgs})
+	}
 	for _, k := range funcs {
 		if k != "*" && !found[k] {
-			return nil, fmt.Errorf("%s: no function %s (scope names functions as Name or Recv.Name)", file, k)
+			return nil, fmt.Errorf("%s: no function %s (%s names functions as Name or Recv.Name)", file, k, from)
 		}
 	}
-	return out, nil
+	return gs, nil
 }
 
 // FuncKey names a function or method in its package: "Name" or "Recv.Name".

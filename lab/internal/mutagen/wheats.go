@@ -3,7 +3,6 @@ package mutagen
 import (
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"os"
 	"path"
@@ -139,25 +138,15 @@ func WheatsFromAllowed(root string, a Allowed) ([]Mutant, error) {
 
 // GenerateWheats returns the wheats rule r makes of src (the file r.File).
 func GenerateWheats(r Rule, src []byte) ([]Mutant, error) {
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, r.File, src, parser.ParseComments|parser.SkipObjectResolution)
+	gs, err := gens(r.File, src, r.Funcs, "allowed.txt")
 	if err != nil {
 		return nil, err
 	}
-	pkgs := imported(f)
-	found := map[string]bool{}
 	var out []Mutant
-	for _, d := range f.Decls {
-		fd, ok := d.(*ast.FuncDecl)
-		if !ok || fd.Body == nil || !slices.Contains(r.Funcs, FuncKey(fd)) {
-			continue
-		}
-		key := FuncKey(fd)
-		found[key] = true
-		g := &gen{fset: fset, src: src, file: r.File, fd: fd, key: key, count: map[string]int{}, pkgs: pkgs}
+	for _, g := range gs {
 		switch r.Op {
 		case WheatLater:
-			if pkgs["time"] {
+			if g.pkgs["time"] {
 				g.later(r.Delay)
 			}
 		case WheatReversed:
@@ -170,11 +159,6 @@ func GenerateWheats(r Rule, src []byte) ([]Mutant, error) {
 			if _, err := m.Apply(string(src)); err == nil {
 				out = append(out, m)
 			}
-		}
-	}
-	for _, k := range r.Funcs {
-		if !found[k] {
-			return nil, fmt.Errorf("%s: no function %s (allowed.txt names functions as Name or Recv.Name)", r.File, k)
 		}
 	}
 	return out, nil
