@@ -6,8 +6,9 @@ package cli
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 
 	"quoteflowlab.dev/kit/course"
@@ -116,12 +117,7 @@ func chooseLang(args []string, stderr io.Writer) (rest []string, code int, ok bo
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, msg.T("lab.usage_head"))
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(commands)) {
 		fmt.Fprintf(w, "  %-9s %s\n", n, msg.T(commands[n].summary))
 	}
 	fmt.Fprint(w, msg.T("lab.usage_tail"))

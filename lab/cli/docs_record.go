@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -127,12 +128,7 @@ func writeDocsRecord(root string, rec map[string]string) error {
 	b.WriteString("# each line is a demo that passed and the hash of everything its figures depend on (lab, provider,\n")
 	b.WriteString("# internal, checkpoints, the lesson's folder and page; tests and Markdown aside). Written by that command;\n")
 	b.WriteString("# CI (lab verify --docs --recorded) runs again only the demos whose hash changed.\n")
-	names := make([]string, 0, len(rec))
-	for n := range rec {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(rec)) {
 		fmt.Fprintf(&b, "%s %s\n", rec[n], n)
 	}
 	path := filepath.Join(root, DocsRecord)

@@ -3,15 +3,8 @@
 // hand. It knows no lesson: it is given a file and the functions in scope,
 // and returns each mutant as a check.Check of kind mutant whose edit is
 // whole lines inside one function body, so that every mutant compiles into
-// one mutant schema (package schemata) beside the hand-written ones.
-//
-// The operators (Op* below): a relational boundary (< ↔ <=, > ↔ >=), == ↔ !=,
-// a condition negated, one operand of && or || dropped, one case of a switch
-// removed, one value of a case list removed, one element of a literal set or
-// map of constants removed, an integer or float constant one step off (+1,
-// −1, ×2, ÷2, 0), a call statement removed (a cancel, a release, an ack,
-// a Close), an assignment removed (a field of a result), the branches of an
-// if/else swapped, and a return at the top of a function with no results.
+// one mutant schema (package schemata) beside the hand-written ones. The
+// operators are the Op* constants below.
 //
 // Names are deterministic: gen_<function>_<operator>_<k>, k counting the
 // operator's sites in that function in source order, so an edit elsewhere

@@ -61,13 +61,10 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 		Properties:    []report.Prop{},
 		Repeat:        o.Repeat,
 	}
-	// A key of its own for every check: the values that select each build
-	// are derived from it, and with a key kept from check to check they were
-	// too: an answer that logged the value it ran with under `--only NAME`
-	// (which says which build ran) learned the checkpoint's value and
-	// passed every later check by behaving well on that value alone. A
-	// fresh key costs the schema's packages a compile each check (E14's full
-	// check 3.1 → 3.75 s here).
+	// A fresh key for every check: the values that select each build derive
+	// from it, and a kept key let an answer that logged its value under
+	// `--only NAME` recognise the checkpoint in every later check (the cost:
+	// the schema's packages compiled each check, E14's check 3.1 → 3.75 s).
 	grade.TakeKey(o.CacheDir, grade.SchemataKey) // a key an older lab left: gone from the disk
 	s, err := grade.Open(o, grade.Keep{})
 	if err != nil {
@@ -339,15 +336,10 @@ func (c *checker) variantsFrom(ctx context.Context, b *builds, all []check.Check
 	began := time.Now()
 	c.buildOwn(ctx, b, vs)
 	c.r.BuildMS += time.Since(began).Milliseconds()
-	// A few runs at a time (besides the reference's): each answer mostly
-	// waits on its fake suppliers or its Redis, so several fit on a 2-core
-	// machine, and a run that a neighbour held back is caught by the busy
-	// check and run again.
+	// runsAtOnce at a time, in a new random order each check: in a fixed
+	// one, an answer whose runs note when they start could tell them apart.
 	sem := make(chan struct{}, runsAtOnce)
 	var wg sync.WaitGroup
-	// The runs start in a new random order each check: in a fixed one, an
-	// answer whose runs note when they start (in a file they share) could
-	// tell the later ones apart.
 	js := make([]judged, len(vs))
 	order := mathrand.Perm(len(vs))
 	for _, k := range order {
@@ -396,15 +388,10 @@ func (b *builds) target(v check.Check) (bin, env, notViable string) {
 
 // secondRound runs every build again — the correct checkpoint, each mutant
 // and each wheat, all at once in a new random order — when a run of the
-// first round went wrong while the machine was busy, and the second round
-// decides. Running only the builds that went wrong would tell the answer
-// which they are (a build it sees twice): an answer that fails every build
-// it sees once and passes the second time would then pass the correct
-// checkpoint and the wheats and "catch" every mutant, and one that does the
-// reverse would catch every mutant it let through. In a full round every
-// build is one it has seen once. A build that goes wrong again while the
-// machine is busy is inconclusive, unless a correct build failed word for
-// word as in the first round: then the failure is the answer's.
+// first round went wrong while the machine was busy; the second round
+// decides (settle). Every build, not only those that went wrong: an answer
+// that saw a build twice would know which ones were run again, and could
+// pass (or fail) exactly those.
 func (c *checker) secondRound(ctx context.Context, b *builds, vs []check.Check, ref judged, js []judged) judged {
 	var why *runner.Result // a run that went wrong while the machine was busy
 	if ref.look {
@@ -458,11 +445,9 @@ func (c *checker) secondRound(ctx context.Context, b *builds, vs []check.Check, 
 }
 
 // settle is a build's outcome from its second round (last), given its
-// first (first). A mutant let through in the second round stays missed:
-// load slows a program down, it does not make a test pass. A correct build
-// that went wrong in the second round while the machine was busy is
-// inconclusive, unless it failed word for word as in the first round: load
-// changes when things happen, not what a wrong status or code says.
+// first. A mutant let through stays missed: load does not make a test
+// pass. A correct build that went wrong again while the machine was busy is
+// inconclusive, unless it failed word for word as in the first round.
 func (c *checker) settle(first, last judged, wantPass bool, what string) judged {
 	if !last.look || !wantPass {
 		return last
@@ -892,16 +877,11 @@ func buildOutput(res runner.Result) string {
 
 // answerPackage returns the package go build is given, the name of the
 // answer's cache directory, and for an answer outside the root the overlay
-// that places its files inside it.
-//
-// An answer in the course is named by its path. One outside it is named by
-// what go build reads of it (each non-test .go file's name and content), not
-// by where it lives: the same answer in another folder (a copy, a new
-// temporary folder each run, as lab watch's and the starters' tests make) is
-// then the same package in the same cache directory, and go build finds its
-// binaries up to date instead of linking them again. Whether a binary is up
-// to date go decides from its build ID, never from this name: a file changed
-// after it was hashed is built from what go reads.
+// that places its files inside it. An answer outside the root is named by
+// what go build reads of it (each non-test .go file's name and content), so
+// the same answer in a new temporary folder (lab watch, the starters'
+// tests) finds its binaries up to date; go still decides that from their
+// build IDs, never from this name.
 func answerPackage(o grade.Request) (pkg string, external map[string]string, key string, err error) {
 	if !filepath.IsAbs(o.Answer) {
 		return "./" + o.Answer, nil, strings.NewReplacer("/", "_", ".", "_").Replace(o.Answer), nil

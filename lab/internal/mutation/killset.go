@@ -1,11 +1,11 @@
 package mutation
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	mathrand "math/rand/v2"
 	"slices"
 	"strings"
@@ -273,12 +273,7 @@ func errString(err error) string {
 // mostSaid is the message said most often (the first in order on a tie).
 func mostSaid(says map[string]int) string {
 	best, n := "", 0
-	keys := make([]string, 0, len(says))
-	for k := range says {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, cmp.Compare)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(says)) {
 		if says[k] > n {
 			best, n = k, says[k]
 		}

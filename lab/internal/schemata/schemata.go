@@ -1,26 +1,19 @@
 // Package schemata compiles many edits of one package into one build
-// ("mutant schemata", as mutation-testing tools do): each function an edit
-// changes is kept in every version — the original and one per edit, each
-// renamed — and the original name becomes a small dispatcher that picks a
-// version by an environment variable read once at start. One build then
-// serves the correct checkpoint and every mutant and wheat, and a re-check
-// after an edit of the answer costs one link instead of one per mutant.
+// ("mutant schemata"): each function an edit changes is kept in every
+// version — the original and one per edit, each renamed — and the original
+// name becomes a dispatcher (generic ones too) that picks a version by an
+// environment variable read once at start. One build serves the correct
+// checkpoint and every mutant and wheat: a re-check after an edit of the
+// answer costs one link. An edit outside a function body, to a signature
+// or to init cannot be switched at run time: Generate returns it, with the
+// reason, for a build of its own.
 //
-// Only edits inside function bodies qualify (generic functions included:
-// their dispatcher passes its type parameters on): a change to a
-// declaration outside a function, to a signature or to init cannot be
-// switched at run time, so such an edit is left for a build of its own
-// (Generate returns it, with the reason).
-//
-// The variable's name, the value that selects each version and the names
-// of the versions are derived from a secret key, so an answer cannot tell
-// from its environment, or from the names in its own binary, which build it
-// runs on: the correct checkpoint gets a value of the same shape, with a
-// case of its own in every dispatcher, and a build of its own (Decoy) gets
-// a value no dispatcher knows. The caller keeps the key away from the
-// answer (lab check holds it in memory while answers run) and removes the
-// generated files once the build is done: what is left to an answer is
-// the machine code of its own binary.
+// The variable's name, each version's value and the versions' names derive
+// from a secret key, so an answer cannot tell from its environment or its
+// binary which build it runs on: the correct checkpoint's value has the
+// same shape, and a build of its own gets one no dispatcher knows (Decoy).
+// The caller keeps the key away from the answer and removes the generated
+// files once the build is done.
 package schemata
 
 import (
@@ -33,6 +26,7 @@ import (
 	"go/parser"
 	"go/printer"
 	"go/token"
+	"maps"
 	"path"
 	"path/filepath"
 	"slices"
@@ -447,11 +441,7 @@ func dispatcher(p *parsed, fd *ast.FuncDecl, cases map[string]string) string {
 		b.WriteString(" (" + strings.Join(results, ", ") + ")")
 	}
 	b.WriteString(" {\n\tswitch labSchemaVersion {\n")
-	tokens := make([]string, 0, len(cases))
-	for t := range cases {
-		tokens = append(tokens, t)
-	}
-	slices.Sort(tokens) // random order: the tokens are keyed
+	tokens := slices.Sorted(maps.Keys(cases)) // random order: the tokens are keyed
 	call := func(suffix string) string {
 		return fmt.Sprintf("%s%s__lab_%s%s(%s)", recvCall, fd.Name.Name, suffix, typeArgs, strings.Join(args, ", "))
 	}
