@@ -103,14 +103,13 @@ func checkOptions(args []string, stderr io.Writer) (c checkRequest, code int, ok
 	if !ok {
 		return c, code, false
 	}
-	root, lesson := in.root, in.lesson
 	switch {
 	case *timeout <= 0:
 		return c, usageError(fs, stderr, "%s", msg.T("usage.timeout_positive")), false
 	case *repeat < 1 || *repeat > 100:
 		return c, usageError(fs, stderr, "%s", msg.T("usage.repeat_range")), false
 	}
-	req := grade.Request{Root: root, Lesson: lesson, Timeout: *timeout, Repeat: *repeat, Separate: *separate, Variant: *variant, Only: *only, Seed: *seed, Case: *oneCase}
+	req := grade.Request{Root: in.root, Lesson: in.lesson, Timeout: *timeout, Repeat: *repeat, Separate: *separate, Variant: *variant, Only: *only, Seed: *seed, Case: *oneCase}
 	c.grader, c.req, code, ok = graded(fs, stderr, req, *answer)
 	return c, code, ok
 }

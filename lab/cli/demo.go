@@ -66,8 +66,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	root = c.root
-	pos := c.pos
+	root, pos := c.root, c.pos
 	lesson, err := strconv.Atoi(pos[0])
 	if err != nil || !slices.Contains(demoLessons(root), lesson) {
 		return usageError(fs, stderr, "no demo %q", fmt.Sprint(pos))
@@ -161,10 +160,10 @@ var buildDemo = func(ctx context.Context, root string, lesson int) (demoProgram,
 }
 
 // built holds the demo programs this lab built, one build per lesson.
-var built struct {
+var built = struct {
 	sync.Mutex
 	progs map[string]demoProgram
-}
+}{progs: map[string]demoProgram{}}
 
 // demoProgramFor builds lesson's demo program once per lab.
 func demoProgramFor(ctx context.Context, root string, lesson int) (demoProgram, error) {
@@ -175,14 +174,10 @@ func demoProgramFor(ctx context.Context, root string, lesson int) (demoProgram, 
 		return p, nil
 	}
 	p, err := buildDemo(ctx, root, lesson)
-	if err != nil {
-		return p, err
+	if err == nil {
+		built.progs[key] = p
 	}
-	if built.progs == nil {
-		built.progs = map[string]demoProgram{}
-	}
-	built.progs[key] = p
-	return p, nil
+	return p, err
 }
 
 // demoListTimeout caps a demo program's answer to -list.

@@ -24,11 +24,9 @@ import (
 // most changes touch none of what they depend on.
 const DocsRecord = ".ci/docs-verified.txt"
 
-// docsInputs are the folders whose files a demo's figures depend on: the
-// lab that runs it, the toolkit its program is built on (kit/demo and what
-// it uses), the provider it drives and the checkpoints it builds. Tests,
-// Markdown and testdata are left out: they change no figure. The lesson's own folder (its page, its demo program) is added
-// per page.
+// docsInputs are what a demo's figures depend on (tests, Markdown and
+// testdata aside), besides the lesson's own folder: the lab, the toolkit,
+// the provider and the checkpoints.
 var docsInputs = []string{"lab", "kit", "provider", "checkpoints", "go.mod", "go.sum"}
 
 // docsHash is the hex SHA-256 of what the figures of page depend on: the

@@ -84,13 +84,11 @@ func checkDemoFigures(ctx context.Context, root string, ms []demo.Marker) itemRe
 	return decideFigures(ctx, run, func() { machine.WaitQuieter(ctx, quietWait) })
 }
 
-// decideFigures runs a demo (run) and judges its figures. The demos are
-// experiments (which calls straggle is drawn at random, and a busy machine
-// delays a hedge): a run whose figures drift is followed by one more,
-// after quieter (a wait for a quieter machine) when it was busy, and that
-// second run decides. A figure that drifts run after run fails, unless the
-// machine held the second run back: then, as lab check says of a timed
-// check, the run is inconclusive, neither a pass nor a failure of the code.
+// decideFigures runs a demo (run) and judges its figures. A demo is an
+// experiment: a run whose figures drift is followed by one more (after
+// quieter when it was busy), which decides. A figure that drifts twice
+// fails, unless the machine held the second run back: then, as in lab
+// check, the run is inconclusive.
 func decideFigures(ctx context.Context, run func() (res itemResult, drifted bool, m report.Machine), quieter func()) itemResult {
 	first, drifted, m := run()
 	if !drifted || ctx.Err() != nil {

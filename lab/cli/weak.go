@@ -20,15 +20,13 @@ import (
 	"quoteflowlab.dev/lab/internal/mutagen"
 )
 
-// runWeak implements `lab verify --weak [ENN...]`: weak answers found by
-// generation. Each first-order mutant of an exercise's reference answer (a
-// test with one small edit, as a student might have written it) that
-// compiles is graded with lab check, and sorted by what rejected it: the
-// correct checkpoint (the edit broke the answer), a hand-written mutant or
-// wheat, or only a generated mutant or wheat. The last kind is a weak
-// answer that the hand-written checks alone would pass: the evidence that
-// the generated checks add something. It prints each one, with the command
-// that grades it; it writes nothing.
+// runWeak implements `lab verify --weak [ENN...]`: each first-order mutant
+// of an exercise's reference answer that compiles (a test with one small
+// edit, as a student might write it) is graded with lab check and sorted
+// by what rejected it: the correct checkpoint, a hand-written check, or
+// only a generated one. The last are weak answers the hand-written checks
+// alone would pass, the evidence that the generated checks add something.
+// It prints them; it writes nothing.
 func runWeak(root string, names []string, parallel, sample int, seed uint64, stdout, stderr io.Writer) int {
 	lessons, code := mutantLessons(root, "--weak", names, stderr)
 	if code != 0 {

@@ -574,11 +574,9 @@ type judged struct {
 // timeout is a hundred times what an answer needs), so the check runs a
 // second round (see secondRound).
 func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass bool) judged {
-	good := func(res runner.Result) bool {
-		if wantPass {
-			return res.OK()
-		}
-		return res.Err == nil && !res.TimedOut && res.ExitCode != 0
+	good := runner.Result.OK
+	if !wantPass {
+		good = killed
 	}
 	j := judged{ran: true}
 	passes, goods := 0, 0

@@ -41,21 +41,17 @@ func Generated(root string, l course.Lesson) ([]check.Check, error) {
 		if !Stated(e.Property) {
 			continue // beyond what the exercise states: not required of an answer
 		}
-		vs = append(vs, generatedVariant(l, ms[i], e, zh[e.Property]))
+		m, propertyZh := ms[i], zh[e.Property]
+		v := m.Check
+		v.Exercise, v.Required, v.Kind, v.Def = l.Exercise(), true, report.Mutant, Mutants.File(l)
+		v.Generated = &check.Generated{Op: m.Op, Where: m.Where(l.Checkpoint()), Edit: m.Edit(), Property: e.Property, PropertyZh: propertyZh}
+		v.Story = msg.In(msg.English, "gen.story", m.Op, v.Generated.Where, m.Edit(), e.Property)
+		if propertyZh != "" {
+			v.StoryZh = msg.In(msg.Chinese, "gen.story", m.Op, v.Generated.Where, m.Edit(), propertyZh)
+		}
+		vs = append(vs, v)
 	}
 	return vs, nil
-}
-
-func generatedVariant(l course.Lesson, m mutagen.Mutant, e mutagen.Entry, propertyZh string) check.Check {
-	v := m.Check
-	v.Exercise, v.Required, v.Kind = l.Exercise(), true, report.Mutant
-	v.Generated = &check.Generated{Op: m.Op, Where: m.Where(l.Checkpoint()), Edit: m.Edit(), Property: e.Property, PropertyZh: propertyZh}
-	v.Story = msg.In(msg.English, "gen.story", m.Op, v.Generated.Where, m.Edit(), e.Property)
-	if propertyZh != "" {
-		v.StoryZh = msg.In(msg.Chinese, "gen.story", m.Op, v.Generated.Where, m.Edit(), propertyZh)
-	}
-	v.Def = Mutants.File(l)
-	return v
 }
 
 // normalizeSays makes a failure's line comparable from run to run: ports,

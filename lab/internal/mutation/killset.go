@@ -166,11 +166,10 @@ func runSet(ctx context.Context, o grade.Request, ms []mutagen.Mutant, runs int,
 	for i := range outs {
 		outs[i].says, outs[i].busyLines = map[string]int{}, map[string]int{}
 	}
-	type task struct{ i int }
-	var tasks []task
+	var tasks []int // the index of a mutant in ms, runs times each
 	for i := range ms {
 		for range runs {
-			tasks = append(tasks, task{i})
+			tasks = append(tasks, i)
 		}
 	}
 	mathrand.Shuffle(len(tasks), func(x, y int) { tasks[x], tasks[y] = tasks[y], tasks[x] })
@@ -186,7 +185,7 @@ func runSet(ctx context.Context, o grade.Request, ms []mutagen.Mutant, runs int,
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			v := vs[t.i]
+			v := vs[t]
 			bin, env, msg := b.target(v)
 			var res runner.Result
 			busy := false
@@ -201,7 +200,7 @@ func runSet(ctx context.Context, o grade.Request, ms []mutagen.Mutant, runs int,
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			o := &outs[t.i]
+			o := &outs[t]
 			switch {
 			case msg != "":
 				o.hung++ // never built: never killed

@@ -1,7 +1,6 @@
 package mutation
 
 import (
-
 	"quoteflowlab.dev/kit/check"
 	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/kit/msg"
@@ -20,11 +19,10 @@ func GeneratedWheats(root string, l course.Lesson) ([]check.Check, error) {
 	var vs []check.Check
 	for _, w := range ws {
 		v := w.Check
-		v.Exercise, v.Required, v.Kind = l.Exercise(), true, report.Wheat
+		v.Exercise, v.Required, v.Kind, v.Def = l.Exercise(), true, report.Wheat, Wheats.File(l)
 		v.Generated = &check.Generated{Op: w.Op, Where: w.Where(l.Checkpoint()), Edit: w.Edit()}
 		v.Story = msg.In(msg.English, "gen.wheat_story", w.Op, v.Generated.Where, w.Edit(), Wheats.From(l))
 		v.StoryZh = msg.In(msg.Chinese, "gen.wheat_story", w.Op, v.Generated.Where, w.Edit(), Wheats.From(l))
-		v.Def = Wheats.File(l)
 		vs = append(vs, v)
 	}
 	return vs, nil

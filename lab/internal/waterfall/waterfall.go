@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -200,20 +201,10 @@ func placeRows(ls []label) int {
 	var rows [][][2]float64
 	for i := range ls {
 		a, b := ls[i].extent()
-		row := 0
-		for ; row < len(rows); row++ {
-			free := true
-			for _, r := range rows[row] {
-				if a < r[1]+6 && r[0] < b+6 {
-					free = false
-					break
-				}
-			}
-			if free {
-				break
-			}
-		}
-		if row == len(rows) {
+		overlaps := func(r [2]float64) bool { return a < r[1]+6 && r[0] < b+6 }
+		row := slices.IndexFunc(rows, func(placed [][2]float64) bool { return !slices.ContainsFunc(placed, overlaps) })
+		if row < 0 {
+			row = len(rows)
 			rows = append(rows, nil)
 		}
 		rows[row] = append(rows[row], [2]float64{a, b})
@@ -284,10 +275,7 @@ func Render(w io.Writer, rs provider.RequestStats, opt Options) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="system-ui, -apple-system, 'Segoe UI', sans-serif" font-size="12">`+"\n",
 		width, height, width, height)
-	total := 0
-	for _, l := range ls {
-		total += len(l.Attempts)
-	}
+	total := len(rs.Log.Atlas) + len(rs.Log.Boreal) + len(rs.Log.Cedar)
 	fmt.Fprintf(&b, "<title>%s</title>\n", esc("attempts of X-Request-ID "+rs.ID))
 	fmt.Fprintf(&b, `<rect x="0" y="0" width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
 	fmt.Fprintf(&b, `<text x="16" y="24" font-size="15" font-weight="600">%s</text>`+"\n", esc("X-Request-ID "+rs.ID))
