@@ -41,7 +41,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	ctx, stop := stopContext()
+	ctx, stop := runner.StopContext()
 	defer stop()
 	runner.BecomeSubreaper()
 	r := runChecked(ctx, c, stderr)

@@ -85,9 +85,9 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	if len(names) == 0 {
 		return usageError(fs, stderr, "no demo %q", fmt.Sprint(pos))
 	}
-	ctx, stop := stopContext()
+	ctx, stop := runner.StopContext()
 	defer stop()
-	stdout, stderr = stopOnClosedOutput(stop, stdout, stderr)
+	stdout, stderr = runner.StopOnClosedOutput(stop, stdout, stderr)
 	for i, name := range names {
 		if ctx.Err() != nil {
 			return 1

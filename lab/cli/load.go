@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"quoteflowlab.dev/kit/load"
+	"quoteflowlab.dev/kit/runner"
 	"quoteflowlab.dev/lab/internal/watch"
 )
 
@@ -80,7 +81,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	if err := cfg.Validate(); err != nil {
 		return usageError(fs, stderr, "%v", err)
 	}
-	ctx, stop := stopContext()
+	ctx, stop := runner.StopContext()
 	defer stop()
 	progress := false
 	if f, ok := stderr.(*os.File); ok && watch.IsTerminal(f) && (cfg.Duration > 2*time.Second || cfg.Duration == 0) {
@@ -180,7 +181,7 @@ func runSweep(fs *flag.FlagSet, stderr, stdout io.Writer, a sweepArgs) int {
 		}
 		f.Close()
 	}
-	ctx, stop := stopContext()
+	ctx, stop := runner.StopContext()
 	defer stop()
 	if f, ok := stderr.(*os.File); ok && watch.IsTerminal(f) {
 		c.Progress = func(i int, rate float64) {

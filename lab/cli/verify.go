@@ -141,7 +141,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		progress = stderr
 	}
-	ctx, stop := stopContext()
+	ctx, stop := runner.StopContext()
 	defer stop()
 
 	res := verify(ctx, c.root, items, *noCache, progress)

@@ -80,7 +80,7 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 			s.keys = keys
 		}
 	}
-	ctx, stop := stopContext()
+	ctx, stop := runner.StopContext()
 	defer stop()
 	runner.BecomeSubreaper()
 	for {

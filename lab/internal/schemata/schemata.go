@@ -27,6 +27,7 @@ import (
 	"go/printer"
 	"go/token"
 	"maps"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -261,7 +262,7 @@ func changed(orig, ed *parsed) (funcs []string, imports []*ast.ImportSpec, why s
 // appended as NAME__lab_v<keyed hash of the variant>, and a dispatcher under the original
 // name. It returns the variants compiled in and those left out.
 func generateFile(root, file string, vs []check.Check, s *Schema) (gen []byte, in []string, out []Separate, pkg string, err error) {
-	origSrc, err := readFile(root, file)
+	origSrc, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(file)))
 	if err != nil {
 		return nil, nil, nil, "", err
 	}
