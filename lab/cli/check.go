@@ -32,7 +32,7 @@ func graderFor(root string, l course.Lesson) grade.Grader {
 	if dir := l.Dir() + "/grader"; exists(root, dir) {
 		return &grade.Program{Dir: dir}
 	}
-	return mutation.New()
+	return &mutation.Grader{}
 }
 
 // runCheck implements `lab check ENN [--answer DIR] [--json] [--timings] [--timeout D] [--repeat N] [--separate] [--only NAME] [--variant NAME] [--seed N] [--case CASE]`.

@@ -123,16 +123,14 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, msg.T("lab.usage_tail"))
 }
 
-// GeneratedRequired is how many generated mutants lab check requires of an
-// answer to exercise l (for the testscripts, which derive their counts).
-func GeneratedRequired(root string, l course.Lesson) (int, error) {
-	vs, err := mutation.Generated(root, l)
-	return len(vs), err
-}
-
-// GeneratedWheats is how many generated wheats lab check requires an
-// answer to exercise l to pass (for the testscripts).
-func GeneratedWheats(root string, l course.Lesson) (int, error) {
-	vs, err := mutation.GeneratedWheats(root, l)
-	return len(vs), err
+// GeneratedCounts is how many generated mutants lab check requires an
+// answer to exercise l to catch, and generated wheats to pass (for the
+// testscripts, which derive their counts).
+func GeneratedCounts(root string, l course.Lesson) (mutants, wheats int, err error) {
+	ms, err := mutation.Generated(root, l)
+	if err != nil {
+		return 0, 0, err
+	}
+	ws, err := mutation.GeneratedWheats(root, l)
+	return len(ms), len(ws), err
 }

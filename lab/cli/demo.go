@@ -208,12 +208,10 @@ func listDemos(ctx context.Context, root string, lesson int) ([]demo.Demo, error
 // stop what it started before it is killed with its group.
 const demoStopWait = 10 * time.Second
 
-// Demo runs one demo of lesson: its program, whose output goes to stdout
-// and log, and whose Result says how busy the machine was while the
-// experiment ran (after the builds); Demo says on log when the machine
-// held it back: its timings are then the machine's, not the code's. When
-// ctx ends, the program is asked to stop (SIGTERM; it stops what it
-// started), then killed with its group.
+// Demo runs one demo of lesson (its output to stdout and log) and returns
+// how busy the machine was while the experiment ran, saying on log when
+// it held the demo back. When ctx ends, the program is asked to stop
+// (SIGTERM; it stops what it started), then killed with its group.
 func Demo(ctx context.Context, root string, lesson int, name string, stdout, log io.Writer) (report.Machine, error) {
 	p, err := demoProgramFor(ctx, root, lesson)
 	if err != nil {

@@ -17,12 +17,9 @@ import (
 	"quoteflowlab.dev/lab/internal/mutation"
 )
 
-// runKillset implements `lab verify --killset [--runs N] ENN...`: for each
-// exercise (every mutant-graded one when none is named), generate the
-// mutants of its scope, run the reference answer on each N times and write
-// lessons/NN/checks/generated.txt (reviews of survivors carried over).
-// With wheats (`lab verify --wheats`), the same for the wheats its
-// allowed.txt allows, into wheats.txt.
+// runKillset implements `lab verify --killset [--runs N] ENN...` (with
+// wheats, `lab verify --wheats`): for each exercise (every mutant-graded
+// one when none is named), Set.Run, written to the set's File.
 func runKillset(root string, names []string, runs int, wheats bool, stdout, stderr io.Writer) int {
 	flag, set := "--killset", mutation.Mutants
 	if wheats {

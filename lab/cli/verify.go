@@ -26,9 +26,7 @@ const testTimeout = 10 * time.Minute
 // A verifyItem is one thing the instructor's run proves: a group of tests.
 type verifyItem struct {
 	name string
-	// hash (lab verify --docs) is the hash of what the item's figures
-	// depend on (docsHash), for DocsRecord.
-	hash string
+	hash string // lab verify --docs: docsHash of what its figures depend on, for DocsRecord
 	// dir and args say which go test run holds the item's tests; items
 	// with the same run share it. match picks the item's tests from it.
 	dir   string

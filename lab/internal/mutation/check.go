@@ -66,17 +66,16 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 	// `--only NAME` recognise the checkpoint in every later check (the cost:
 	// the schema's packages compiled each check, E14's check 3.1 → 3.75 s).
 	grade.TakeKey(o.CacheDir, grade.SchemataKey) // a key an older lab left: gone from the disk
+	defer func() { r.ElapsedMS = time.Since(start).Milliseconds() }()
 	s, err := grade.Open(o, grade.Keep{})
 	if err != nil {
 		r.Verdict, r.Summary = report.Failed, msg.T("mut.no_course", err)
-		r.ElapsedMS = time.Since(start).Milliseconds()
 		return r
 	}
 	defer func() {
 		m := s.Close()
 		m.MaxStarved = s.MaxStarved()
 		r.Machine = &m
-		r.ElapsedMS = time.Since(start).Milliseconds()
 	}()
 
 	vs, err := check.Of(o.Root, l, check.Builds, o.Only)
@@ -217,11 +216,13 @@ func (c *checker) prepare(ctx context.Context, vs []check.Check) (*builds, error
 	b.main = filepath.Join(b.dir, runner.Exe("answer"))
 
 	var separate []schemata.Separate
+	var files map[string]string // what the main build swaps in
 	if !o.Separate && len(vs) > 0 {
 		b.schema, separate, err = schemata.Generate(o.Root, filepath.Join(b.dir, "schema"), vs, c.s.Key)
 		if err != nil {
 			return nil, err // a stale edit: the course's bug, said plainly
 		}
+		files = b.schema.Files
 	} else {
 		for _, v := range vs {
 			separate = append(separate, schemata.Separate{Variant: v, Reason: "--separate"})
@@ -230,7 +231,7 @@ func (c *checker) prepare(ctx context.Context, vs []check.Check) (*builds, error
 	for _, s := range separate {
 		b.own[s.Variant.Name] = "" // built when the reference passes
 	}
-	overlay, err := c.overlay(b, "main", b.schemaFiles())
+	overlay, err := c.overlay(b, "main", files)
 	if err != nil {
 		return nil, err
 	}
@@ -272,13 +273,6 @@ func (b *builds) clean() {
 			os.RemoveAll(filepath.Join(b.dir, n))
 		}
 	}
-}
-
-func (b *builds) schemaFiles() map[string]string {
-	if b.schema == nil {
-		return nil
-	}
-	return b.schema.Files
 }
 
 // overlay writes an overlay file named name holding files plus the

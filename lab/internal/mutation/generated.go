@@ -19,9 +19,7 @@ import (
 // Generated returns the lesson's generated mutants that an answer must
 // catch (required in generated.txt, and breaking a stated property by the
 // messages table of properties.md), as checks like the hand-written ones,
-// made from the checkpoint as it is now. A lesson with no generated.txt
-// has none. A required name the generator no longer makes is an error:
-// generated.txt is stale (the course's test says so first).
+// made from the checkpoint as it is now (see Set.recorded).
 func Generated(root string, l course.Lesson) ([]check.Check, error) {
 	es, ms, err := Mutants.recorded(root, l, mutagen.Required)
 	if err != nil || es == nil {

@@ -14,13 +14,10 @@ import (
 )
 
 // Grader grades an exercise whose answer is a test: the grade.Grader of
-// method "mutants".
+// method "mutants"; Accept gives it the request.
 type Grader struct {
 	req grade.Request
 }
-
-// New returns a grader for one request; Accept gives it the request.
-func New() *Grader { return &Grader{} }
 
 // Accept checks what only this method knows: --variant is the measured
 // grader's, and the answer is a folder with a main package in it.
@@ -66,9 +63,7 @@ func (g *Grader) Proves() string {
 }
 
 // Doing says what a check does, for a person waiting on a slow one.
-func (g *Grader) Doing() string {
-	return msg.T("mut.doing")
-}
+func (g *Grader) Doing() string { return msg.T("mut.doing") }
 
 // hasGoFiles reports an answer directory with no Go file in it: a mutant-
 // checked answer is one main package, like the starter.
