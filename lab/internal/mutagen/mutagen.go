@@ -368,7 +368,7 @@ func isEquality(e ast.Expr) bool {
 func (g *gen) binary(b *ast.BinaryExpr) {
 	opAt := g.off(b.OpPos)
 	opEnd := opAt + len(b.Op.String())
-	swap := map[token.Token]string{token.LSS: "<=", token.LEQ: "<", token.GTR: ">=", token.GEQ: ">"}
+	swap := map[token.Token]string{token.LSS: "<=", token.LEQ: "<", token.GTR: ">=", token.GEQ: ">", token.EQL: "!=", token.NEQ: "=="}
 	switch b.Op {
 	case token.LSS, token.LEQ, token.GTR, token.GEQ:
 		g.add(OpBoundary, g.site(OpBoundary), rep{opAt, opEnd, swap[b.Op]})
@@ -376,11 +376,7 @@ func (g *gen) binary(b *ast.BinaryExpr) {
 		if isNil(b.X) || isNil(b.Y) {
 			return // err != nil flipped breaks every run: nothing to learn
 		}
-		to := "!="
-		if b.Op == token.NEQ {
-			to = "=="
-		}
-		g.add(OpEqFlip, g.site(OpEqFlip), rep{opAt, opEnd, to})
+		g.add(OpEqFlip, g.site(OpEqFlip), rep{opAt, opEnd, swap[b.Op]})
 	case token.LAND, token.LOR:
 		k := g.site("drop")
 		g.add(OpDropRight, k, rep{g.off(b.X.End()), g.off(b.End()), ""})

@@ -125,13 +125,11 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 	}
 	r.Reference = c.referenceRun(b, ref)
 	for i, v := range vs {
-		if i < len(js) && js[i].ran {
+		switch {
+		case r.Reference.Status != report.Pass:
+			r.Properties[i] = newProp(v) // only a passing reference makes them count
+		case i < len(js) && js[i].ran:
 			setProp(&r.Properties[i], v, js[i], c.o.Timeout)
-		}
-	}
-	if r.Reference.Status != report.Pass {
-		for i, v := range vs {
-			r.Properties[i] = newProp(v)
 		}
 	}
 	c.decide()
