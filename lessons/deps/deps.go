@@ -9,7 +9,7 @@
 // no build sets the tag lessondeps, so nothing here is ever compiled.
 // lab/coursetest's TestLessonsThatImportACheckpointAreLeftOutOfDotDotDot
 // keeps the list exact.
-package lessons
+package deps
 
 import (
 	_ "quoteflowlab.dev/checkpoints/12/quoteflow"
