@@ -24,10 +24,10 @@ func findRoot(cmd string, stderr io.Writer) (string, bool) {
 	return root, true
 }
 
-// A form is what a command takes, declared once: its usage line after "lab
-// NAME", whether the usage says where progress is kept, how many
-// positional arguments it wants (a message ID or the text to say when the
-// number is off) and whether the first names an exercise.
+// A form is what a command takes, declared once: its usage after "lab
+// NAME", whether it says where progress is kept, how many positional
+// arguments it wants (wrong: what to say otherwise), whether the first names
+// an exercise.
 type form struct {
 	name, usage string
 	state       bool

@@ -15,20 +15,14 @@ import (
 )
 
 // Wheats are generated like mutants, from what a lesson's contract allows
-// (its allowed.txt), not from a list: every place in the named functions
-// where the change can be made gives a wheat, and the reference answer
-// decides, by passing on it every run, that it is one an answer must pass
-// too. A wheat it fails on is reviewed: the contract promises what it
-// changes, or the reference pins more than the contract (then fix the
-// reference).
+// (its allowed.txt): every place in the named functions where the change
+// can be made gives a wheat, which the reference answer must pass every
+// run (else it is reviewed: the contract promises what it changes, or the
+// reference pins more than the contract). The changes:
 //
-// The changes (WheatOp*):
-//
-//   - later D: the function itself, every goroutine it starts (`go func() {…}()`,
-//     `x.Go(func() {…})`) begin D later (a select on time.After(D) and
-//     ctx.Done() where a ctx is in scope, else time.Sleep(D)), and every
-//     timer it sets (time.NewTimer, time.After, time.AfterFunc) fires D
-//     later: the contract promises "not before", never "at once";
+//   - later D: the function itself and every goroutine it starts begin D
+//     later (waiting on ctx too where one is in scope), and every timer it
+//     sets fires D later: the contract promises "not before", never "at once";
 //   - reversed: every `for … range` over a slice in the function visits the
 //     elements last to first: the contract promises no order.
 //
