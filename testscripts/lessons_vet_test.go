@@ -10,8 +10,7 @@ import (
 )
 
 // TestLessonsVetClean vets every package under lessons/ (go vet, GOWORK=off,
-// the scripts' flags: -trimpath, so a fresh clone finds the results in the
-// build cache): the root's ./... leaves out the starters and reference
+// the scripts' flags, so that it shares the packages go test compiled): the root's ./... leaves out the starters and reference
 // answers that import a checkpoint (go.mod's ignore block), and go test
 // ./... therefore no longer vets them on its way.
 func TestLessonsVetClean(t *testing.T) {

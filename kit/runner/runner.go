@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -264,7 +265,38 @@ func GoCommand() string {
 const BuildTimeout = 10 * time.Minute
 
 // buildFlags are every build's flags (see Build).
-var buildFlags = []string{"-trimpath", "-gcflags=-l", "-ldflags=-s -w"}
+var buildFlags = func() []string {
+	flags := []string{"-gcflags=-l", "-ldflags=-s -w"}
+	if Trimpath() {
+		flags = append([]string{"-trimpath"}, flags...)
+	}
+	return flags
+}()
+
+// Trimpath reports whether this program was built with -trimpath; every
+// build it starts is built the same way. -trimpath is part of each
+// package's key in the Go build cache, the standard library's included: a
+// build with it and one without compile everything twice. A lab built by
+// `go run ./lab` (or a test binary of plain `go test ./...`) therefore
+// builds without it, and shares every package its own build compiled; built
+// with GOFLAGS=-trimpath (as CI builds), it builds with it.
+func Trimpath() bool {
+	trimpathOnce.Do(func() {
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			for _, s := range bi.Settings {
+				if s.Key == "-trimpath" {
+					trimpath = s.Value == "true"
+				}
+			}
+		}
+	})
+	return trimpath
+}
+
+var (
+	trimpathOnce sync.Once
+	trimpath     bool
+)
 
 // buildEnv is what every build adds to the lab's environment.
 var buildEnv = []string{"GOWORK=off"}
@@ -282,10 +314,13 @@ func Build(ctx context.Context, dir, overlay, bin, pkg string) Result {
 	// 3.4 s of CPU with it, 2.0 s without); the answer's runs wait on
 	// sockets and timers, not on calls inlining would save.
 	//
-	// -trimpath: nothing built depends on where the course is, so the Go
-	// build cache serves a clone at another path (or a second clone) with
-	// what the first compiled: the checkpoints, the mutant schemata, the
-	// tools. Without it every package's directory is part of its cache key.
+	// -trimpath when this program was built with it (Trimpath): then
+	// nothing built depends on where the course is, and the Go build cache
+	// serves a clone at another path (or a second clone) with what the
+	// first compiled: the checkpoints, the mutant schemata, the tools.
+	// Without it each package's directory is part of its cache key, and the
+	// standard library and the modules are the ones `go run ./lab` (or `go
+	// test ./...`) compiled, not a second copy of each.
 	args := append([]string{"build"}, buildFlags...)
 	args = append(args, "-o", bin)
 	if overlay != "" {
