@@ -111,7 +111,8 @@ func (g *grader) execWithin(parent context.Context, within time.Duration, tool s
 		g.mu.Unlock()
 	case res.Starved >= 0:
 		r.starvedMS = res.Starved * r.wallMS()
-		if g.mon != nil && g.mon.HeldBack(res.Starved, res.Elapsed) {
+		if g.mon != nil && (g.mon.HeldBack(res.Starved, res.Elapsed) ||
+			g.mon.HeldBack(res.StarvedPeak, min(res.Elapsed, runner.StarvedWindow))) {
 			g.mu.Lock()
 			g.heldBack = true
 			g.mu.Unlock()
