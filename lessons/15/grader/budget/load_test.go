@@ -305,3 +305,80 @@ func TestASkipAfterSlowCallsIsATimingMiss(t *testing.T) {
 		}
 	}
 }
+
+// A busy machine can wake a tool's timer late without its threads having
+// waited for a CPU (load 15: a fanout read a 200 ms answer with 58 ms of
+// budget; a retry slept 400 ms past its draw). Where the lab's own timer
+// was that late while the run lasted (injected here as the run's lagMS, no
+// real load), the miss is a timing miss: run again, inconclusive when busy
+// again. On a quiet machine the same numbers fail.
+func TestALateTimerOnABusyMachineIsATimingMiss(t *testing.T) {
+	b := func(v int64) *int64 { return &v }
+	for _, c := range []struct {
+		name      string
+		lag       float64
+		wantTimed bool
+	}{
+		{"quiet machine", 1, false},
+		{"the lab's timer 300 ms late", 300, true},
+	} {
+		g := newTestGrader()
+		r := quietRun(765)
+		r.lagMS = c.lag
+		log := []provider.PartnerLogEntry{
+			{ArrivalMs: 0, BudgetMs: b(499), End: "done", DurationMs: 204},
+			{ArrivalMs: 215, BudgetMs: b(274), End: "done", DurationMs: 215},
+			{ArrivalMs: 442, BudgetMs: b(58), End: "done", DurationMs: 238},
+		}
+		recv := func(v float64) *float64 { return &v }
+		made := []fanoutCall{{SentBudgetMS: 499, Received: recv(499), ElapsedMS: 205}, {SentBudgetMS: 274, Received: recv(274), ElapsedMS: 216}, {SentBudgetMS: 58, Received: recv(58), ElapsedMS: 239}}
+		g.checkFanoutCut(&fanned{budget: 500, n: 4, run: r, log: log, made: made, out: fanoutOut{Calls: append(made, fanoutCall{})}})
+		f := judged(t, g, "fanout_budget_cut")
+		if f.ok || f.timed != c.wantTimed {
+			t.Errorf("fanout, %s: ok %v timed %v, want a miss, timed %v (%s)", c.name, f.ok, f.timed, c.wantTimed, f.but)
+		}
+
+		x := &retried{job: retryJob{fail: 100, budgetMS: 858, attempts: 2, baseMS: 1500, minMS: 139}, run: quietRun(1200),
+			out: retryOut{Attempts: 2, WaitsMS: []float64{1126.4}, StoppedReason: "budget"}, log: provider.PartnerLog{Calls: failed503(1, 0, 1127)}}
+		x.run.starvedMS, x.run.lagMS = 267, c.lag
+		but, timed := unpaid(x)
+		if but == "" || timed != c.wantTimed {
+			t.Errorf("retry, %s: %q timed %v, want a miss, timed %v", c.name, but, timed, c.wantTimed)
+		}
+	}
+}
+
+// The partner's own log of a call cut by its read limit says how long the
+// call was held: a limit that fired at half and a sleep before printing
+// (the wall clock looks right) fail; a call held the whole limit passes;
+// one held short by no more than a busy machine's measured lateness is a
+// timing miss.
+func TestACutCallIsHeldItsWholeLimitByThePartner(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		held, lag float64
+		want      string
+	}{
+		{"held the limit", 499, 1, "pass"},
+		{"half, then slept", 250, 1, "fail"},
+		{"half, then slept, on a busy machine", 250, 100, "fail"},
+		{"180 ms short, lab timer 200 ms late", 320, 200, "miss"},
+	} {
+		r := quietRun(505)
+		r.lagMS = c.lag
+		log := provider.PartnerLog{Calls: []provider.PartnerLogEntry{{End: "client_gone", Status: 0, DurationMs: c.held}}}
+		g := newTestGrader()
+		g.checkCut("call_read_limit", callOut{Phase: "read", ElapsedMS: 502.4}, r, log, "GET /call?ms=4000 --read 0.5", "not cut", "")
+		f := judged(t, g, "call_read_limit")
+		got := "pass"
+		switch {
+		case !f.ok && f.timed:
+			got = "miss"
+		case !f.ok:
+			got = "fail"
+		}
+		if got != c.want {
+			t.Errorf("%s: %s, want %s (%s)", c.name, got, c.want, f.but)
+		}
+	}
+}

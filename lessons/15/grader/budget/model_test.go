@@ -50,7 +50,7 @@ func fixtures() map[string][]fixture {
 		fx["call"] = append(fx["call"], fixture{"call " + name, o, func(out any) (bool, map[string]bool, []string) {
 			var v verdict
 			m := newModel(&v, name)
-			modelCall(m, c, *out.(*callOut), r)
+			modelCall(m, c, *out.(*callOut), r, provider.PartnerLog{})
 			return v.ok(), m.seen, v.buts
 		}})
 	}
