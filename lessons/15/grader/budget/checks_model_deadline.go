@@ -293,7 +293,11 @@ func modelDeadline(m *model, c deadlineCase, urls []string, o deadlineOut, r run
 		case "no_budget":
 			skipped++
 			m.need(f("elapsed_ms"), call.ElapsedMS == 0, "of call %d is %.1f for a call not made, want 0", i+1, call.ElapsedMS)
-			m.need(f("read_timeout_ms"), call.ReadTimeoutMS >= 0 && call.ReadTimeoutMS < floor+rounding, "of call %d is %.0f for a call skipped below the floor of %.0f ms", i+1, call.ReadTimeoutMS, floor)
+			// The budget left when it was skipped: under the floor, and
+			// negative once the budget is spent, but never less than the
+			// budget less the process's whole life.
+			m.need(f("read_timeout_ms"), call.ReadTimeoutMS < floor+rounding, "of call %d is %.0f for a call skipped below the floor of %.0f ms", i+1, call.ReadTimeoutMS, floor)
+			m.need(f("read_timeout_ms"), call.ReadTimeoutMS >= budget-wall-rounding, "of call %d is %.0f, less than the %.0f ms left even at the end of the %.0f ms run", i+1, call.ReadTimeoutMS, budget-wall, wall)
 			continue
 		case "read":
 			read = read || !t.reset // a reset is no cut by the budget

@@ -382,3 +382,26 @@ func TestACutCallIsHeldItsWholeLimitByThePartner(t *testing.T) {
 		}
 	}
 }
+
+// A skipped call's read_timeout_ms is the budget left when it was
+// skipped: negative once the budget is spent (a cut read can end a little
+// after it), never below the budget less the run's whole life.
+func TestASkippedCallMayReportANegativeBudgetLeft(t *testing.T) {
+	c := deadlineCase{budget: 500, minMS: 50, targets: []dlTarget{{delayMS: 2000}, {delayMS: 10}}}
+	for _, tc := range []struct {
+		left   float64
+		wantOK bool
+	}{{-3, true}, {-400, false}} {
+		var v verdict
+		m := newModel(&v, "deadline")
+		out := deadlineOut{BudgetMS: 500, TotalMS: 503, Skipped: 1, Exceeded: true, Calls: []deadlineCall{
+			{URL: "u1", Phase: "read", ElapsedMS: 502.8, ReadTimeoutMS: 499},
+			{URL: "u2", Phase: "no_budget", ElapsedMS: 0, ReadTimeoutMS: tc.left},
+		}}
+		modelDeadline(m, c, []string{"u1", "u2"}, out, quietRun(506), []arrival{{at: 0}})
+		bad := slices.ContainsFunc(v.buts, func(b string) bool { return strings.Contains(b, "read_timeout_ms of call 2") })
+		if bad == tc.wantOK {
+			t.Errorf("read_timeout_ms %.0f on a skipped call: accepted %v, want %v (%v)", tc.left, !bad, tc.wantOK, v.buts)
+		}
+	}
+}
