@@ -210,9 +210,11 @@ func (g *grader) checkCut(name string, o callOut, r run, log provider.PartnerLog
 // fired early, followed by a sleep before printing, looks right by the
 // wall clock, never by the partner's. held is -1 when the log shows no
 // one call that the client left. A call held shorter than the limit by
-// more than 30 ms (and what the CPU wait excuse allows) misses; by less
-// than the partner may stamp a call late on a busy machine (100 ms) and
-// the machine's measured lateness, it is a timing miss; by more, hard.
+// more than 30 ms (and what the CPU wait excuse allows) misses. By no more
+// than the partner may stamp a call late (100 ms on a busy machine, or as
+// late as the lab's own timer was while the run lasted, if later) and the
+// time the tool's threads waited for a CPU (between starting its limit and
+// sending the call), it is a timing miss; by more, it fails.
 func cutHeld(log []provider.PartnerLogEntry, limitMS float64, r run) (held float64, miss string, hard bool) {
 	if len(log) != 1 || log[0].End != "client_gone" {
 		return -1, "", false
@@ -223,7 +225,7 @@ func cutHeld(log []provider.PartnerLogEntry, limitMS float64, r run) (held float
 		return held, "", false
 	}
 	miss = fmt.Sprintf("the partner held the call only %.0f ms before the tool went away, %.0f ms short of the read limit of %.0f ms: the limit fired early, whatever time the tool reports", held, short, limitMS)
-	return held, miss, short > early+stampLate+loadLate(r)
+	return held, miss, short > early+max(stampLate, r.lagMS)+max(r.starvedMS, 0)
 }
 
 // checkCallTimes compares every elapsed_ms call reported with the wall time

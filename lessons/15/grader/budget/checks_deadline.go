@@ -302,7 +302,7 @@ func (g *grader) checkDeadlineModel(ctx context.Context, cases map[string]deadli
 		names = append(names, name)
 		var log []arrival
 		for _, e := range jobs[name].log.Calls {
-			log = append(log, arrival{e.ArrivalMs})
+			log = append(log, arrival{at: e.ArrivalMs, end: e.End, dur: e.DurationMs})
 		}
 		var one verdict
 		m := newModel(&one, cases[name].String())

@@ -437,7 +437,7 @@ func checkDoubling(res map[string]*retried, v *verdict) string {
 		case p.n < jitterRuns:
 			v.need(false, "only %d of %d clients made wait %d, too few to see whether the caps double (every wait at its cap fits the budget)", p.n, jitterRuns, k)
 		case p.raw <= doubleShare:
-			v.need(false, "of %d clients' wait %d (cap %.0f ms) none was over %.0f%% of the cap (the largest %.1f ms): the cap does not double", p.n, k, c, 100*doubleShare, p.at)
+			v.need(false, "of %d clients' wait %d (cap %.0f ms) none was over %.0f%% of the cap (the largest %.1f ms): the waits do not grow with a cap that doubles", p.n, k, c, 100*doubleShare, p.at)
 		case p.adj <= doubleShare:
 			v.slow("of %d clients' wait %d (cap %.0f ms) none was over %.0f%% of the cap by more than the machine can have made it late (the largest %.1f ms)", p.n, k, c, 100*doubleShare, p.at)
 		}

@@ -59,7 +59,7 @@ func (g *grader) deadlineOnce(ctx context.Context, c deadlineCase) verdict {
 	}
 	var arrivals []arrival
 	for _, e := range log.Calls {
-		arrivals = append(arrivals, arrival{e.ArrivalMs})
+		arrivals = append(arrivals, arrival{at: e.ArrivalMs, end: e.End, dur: e.DurationMs})
 	}
 	modelDeadline(newModel(&v, c.String()), c, urls, o, r, arrivals)
 	return v

@@ -405,3 +405,25 @@ func TestASkippedCallMayReportANegativeBudgetLeft(t *testing.T) {
 		}
 	}
 }
+
+// deadline's call cut by its read limit was held that long by the
+// partner, by its own log: a limit that fired at half fails, however the
+// times it printed add up.
+func TestDeadlinesCutCallIsHeldByThePartner(t *testing.T) {
+	c := deadlineCase{budget: 500, minMS: 50, targets: []dlTarget{{delayMS: 2000}}}
+	for _, tc := range []struct {
+		held   float64
+		wantOK bool
+	}{{497, true}, {250, false}} {
+		var v verdict
+		m := newModel(&v, "deadline")
+		out := deadlineOut{BudgetMS: 500, TotalMS: 501, Exceeded: true, Calls: []deadlineCall{
+			{URL: "u1", Phase: "read", ElapsedMS: 500.6, ReadTimeoutMS: 499},
+		}}
+		modelDeadline(m, c, []string{"u1"}, out, quietRun(506), []arrival{{at: 0, end: "client_gone", dur: tc.held}})
+		bad := slices.ContainsFunc(v.buts, func(b string) bool { return strings.Contains(b, "the partner held the call only") })
+		if bad == tc.wantOK || bad && !v.hard {
+			t.Errorf("held %.0f ms of a 499 ms limit: accepted %v (hard %v), want %v (%v)", tc.held, !bad, v.hard, tc.wantOK, v.buts)
+		}
+	}
+}

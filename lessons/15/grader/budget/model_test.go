@@ -72,12 +72,12 @@ func fixtures() map[string][]fixture {
 				call.ReadTimeoutMS = max(left, 0)
 			case "done":
 				if !t.hole && t.code == 0 {
-					log = append(log, arrival{used})
+					log = append(log, arrival{at: used})
 				}
 				call.OK = t.code == 0 || t.code/100 == 2
 				call.ElapsedMS = t.work() + 1
 			case "read":
-				log = append(log, arrival{used})
+				log = append(log, arrival{at: used})
 				o.Exceeded = true
 				call.ElapsedMS = left
 			case "connect":
