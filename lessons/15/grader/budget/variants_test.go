@@ -18,8 +18,8 @@ import (
 	"quoteflowlab.dev/kit/check"
 	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/kit/grade"
-	"quoteflowlab.dev/kit/machine"
 	"quoteflowlab.dev/kit/kept"
+	"quoteflowlab.dev/kit/machine"
 	"quoteflowlab.dev/kit/report"
 	"quoteflowlab.dev/kit/runner"
 )
