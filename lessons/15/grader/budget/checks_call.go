@@ -29,6 +29,23 @@ func (g *grader) runAll(ctx context.Context, tool string, within time.Duration, 
 	return out
 }
 
+// failRun fails the named properties, which run r's problem kept from
+// being checked: a run killed at its bound while the machine held it back
+// is a timing miss (run again, inconclusive when busy again), any other
+// problem a failure.
+func (g *grader) failRun(r run, detail string, names ...string) {
+	if !r.heldUp {
+		g.failAllOf(detail, names...)
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	but := "a run was still going at its time bound, while the machine held it back (its threads waited for a CPU, or the lab's own timer fired late)"
+	for _, n := range names {
+		g.findings[n] = finding{detail: detail, but: but, timed: true}
+	}
+}
+
 // failAllOf fails the named properties, which could not be checked, with
 // one detail saying why.
 func (g *grader) failAllOf(detail string, names ...string) {
@@ -74,7 +91,7 @@ func (g *grader) checkCall(ctx context.Context) {
 	outs := map[string]callOut{}
 	for key, r := range runs {
 		if r.problem != "" {
-			g.failAllOf(r.problem, callProps...)
+			g.failRun(r, r.problem, callProps...)
 			return
 		}
 		var o callOut

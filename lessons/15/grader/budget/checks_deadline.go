@@ -71,7 +71,7 @@ func (g *grader) checkDeadline(ctx context.Context) {
 	for key := range jobs {
 		r := runs[key]
 		if r.problem != "" {
-			g.failAllOf("deadline "+key+": "+r.problem, deadlineProps...)
+			g.failRun(r, "deadline "+key+": "+r.problem, deadlineProps...)
 			return
 		}
 		var o deadlineOut

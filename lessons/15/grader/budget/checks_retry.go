@@ -204,7 +204,7 @@ func (g *grader) checkRetry(ctx context.Context) {
 	// A correct retry ends within its budget (5 s at most here); one whose
 	// waits are not charged can sleep for minutes: cut it short.
 	runs := g.runLimited(ctx, "retry", retryTimeout, jobs, jitterParallel+len(retryJobs)+drawnRetries+waitRuns)
-	if r := runs["budget"]; r.killed && runs["recovers"].problem == "" && runs["attempts"].problem == "" {
+	if r := runs["budget"]; r.killed && !r.heldUp && runs["recovers"].problem == "" && runs["attempts"].problem == "" {
 		// Only the run that the budget alone can stop went on: its waits were not paid from it.
 		g.set("retry_waits_charged", false, "/call always failing at once, budget 1500 ms, --attempts 30: still running after %v, killed", retryTimeout)
 		delete(runs, "budget")
@@ -213,7 +213,7 @@ func (g *grader) checkRetry(ctx context.Context) {
 	res := map[string]*retried{}
 	for name, r := range runs {
 		if r.problem != "" {
-			g.failAllOf(r.problem, props...)
+			g.failRun(r, r.problem, props...)
 			return
 		}
 		var o retryOut

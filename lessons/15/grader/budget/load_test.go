@@ -427,3 +427,17 @@ func TestDeadlinesCutCallIsHeldByThePartner(t *testing.T) {
 		}
 	}
 }
+
+// A run killed at its time bound fails its tool's properties, unless the
+// machine held it back then (a load of 43 kept a correct retry of a
+// 1155 ms budget running past 7 s): then it is a timing miss, run again.
+func TestAKillWhileHeldBackIsATimingMiss(t *testing.T) {
+	for _, held := range []bool{false, true} {
+		g := newTestGrader()
+		g.failRun(run{killed: true, heldUp: held, problem: "retry was still running after 7s and was killed"}, "retry was still running after 7s and was killed", "retry_json", "retry_model")
+		f := judged(t, g, "retry_model")
+		if f.ok || f.timed != held {
+			t.Errorf("held back %v: ok %v timed %v, want a miss, timed %v", held, f.ok, f.timed, held)
+		}
+	}
+}

@@ -27,6 +27,10 @@ type run struct {
 	wall    time.Duration
 	problem string // why no JSON can be checked; "" when stdout holds JSON
 	killed  bool   // it ran past its time bound
+	// heldUp: killed at its bound while the machine held it back (its
+	// threads waited for a CPU a quarter of the run, or the lab's own timer
+	// fired a second late): a correct tool can be, so it is a timing miss.
+	heldUp bool
 	// start is the grader's clock just before the process was started: the
 	// tool's own clock cannot have started earlier.
 	start time.Time
@@ -132,8 +136,10 @@ func (g *grader) execWithin(parent context.Context, within time.Duration, tool s
 			g.mu.Lock()
 			g.heldBack = true
 			g.mu.Unlock()
+			r.heldUp = res.TimedOut
 		}
 	}
+	r.heldUp = r.heldUp || res.TimedOut && r.lagMS >= 1000
 	r.stdout, r.stderr = stdout.Bytes(), []byte(res.Output)
 	if res.ExitCode != 0 {
 		err = fmt.Errorf("exit status %d", res.ExitCode)
