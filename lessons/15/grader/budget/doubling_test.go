@@ -36,8 +36,9 @@ func TestCapsMustDouble(t *testing.T) {
 	doubling := func(k int) float64 { return capOf(base, k-1) }
 	linear := func(k int) float64 { return base * float64(k) }
 	stops := func(k int) float64 { return capOf(base, min(k-1, 2)) }
-	// want: "pass", "fail" (outright); "not fail": a pass or a timing
-	// miss; "not pass": a failure or a timing miss (run again).
+	// want: "pass", "fail" (outright), "miss" (a timing miss); "not
+	// fail": a pass or a timing miss; "not pass": a failure or a timing
+	// miss (run again).
 	for _, c := range []struct {
 		name          string
 		capFor        func(int) float64
@@ -51,6 +52,8 @@ func TestCapsMustDouble(t *testing.T) {
 		{"stops doubling, quiet", stops, 1, 0, 1, "fail"},
 		{"linear, timers 400 ms late on a busy machine", linear, 400, 50, 400, "not pass"},
 		{"stops doubling, timers 400 ms late on a busy machine", stops, 400, 50, 400, "not pass"},
+		// Late enough to look doubled by what it measured: a timing miss.
+		{"linear, timers 700 ms late on a busy machine", linear, 700, 50, 700, "miss"},
 	} {
 		for seed := range uint64(50) {
 			var v verdict
