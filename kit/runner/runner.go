@@ -72,6 +72,10 @@ type Result struct {
 	// mostly waits on timers and sockets is woken promptly even on a loaded
 	// machine; one that needs the CPU gets only a share of it.
 	Starved float64
+	// StarvedPeak is Starved over the StarvedWindow (or the whole run, if
+	// shorter) in which the threads waited most: a stall of a few hundred
+	// milliseconds that a long run's share hides (-1 where not measured).
+	StarvedPeak float64
 	// Orphans is how many processes the child left running when it
 	// exited, in any process group or session, all killed after it (Linux,
 	// once BecomeSubreaper was called, counts every one: those still in its
@@ -200,7 +204,7 @@ func Run(ctx context.Context, c Cmd) (res Result) {
 	}()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	starve := func() (time.Duration, bool) { return 0, false }
+	starve := func() (time.Duration, time.Duration, bool) { return 0, 0, false }
 	if !c.Unmeasured {
 		starve = watchStarvation(cmd.Process.Pid)
 	}
@@ -220,9 +224,10 @@ func Run(ctx context.Context, c Cmd) (res Result) {
 		defer func() { res.Computing = computing || !known && res.CPU > res.Elapsed/2 }()
 		err = <-done
 	}
-	res = Result{ExitCode: -1, Output: out.String(), Elapsed: time.Since(began), Starved: -1}
-	if w, ok := starve(); ok && res.Elapsed > 0 {
+	res = Result{ExitCode: -1, Output: out.String(), Elapsed: time.Since(began), Starved: -1, StarvedPeak: -1}
+	if w, peak, ok := starve(); ok && res.Elapsed > 0 {
 		res.Starved = float64(w) / float64(res.Elapsed)
+		res.StarvedPeak = float64(peak) / float64(min(res.Elapsed, StarvedWindow))
 	}
 	res.HeldOpen = errors.Is(err, exec.ErrWaitDelay)
 	if ps := cmd.ProcessState; ps != nil {
@@ -427,24 +432,51 @@ func RemoveAll(path string) error {
 // sampleEvery is how often a running child's threads are sampled.
 const sampleEvery = 10 * time.Millisecond
 
+// StarvedWindow is the span over which Result.StarvedPeak is measured: a
+// stall this long is enough to make a check timed in hundreds of
+// milliseconds miss its bound, and a whole run's share can hide it.
+const StarvedWindow = 250 * time.Millisecond
+
 // watchStarvation samples pid's threads until the returned function is
-// called, which gives the total time they waited for a CPU. A thread's count only grows, so the last sample of
-// each is kept; a thread that ended between samples loses at most 10 ms.
-func watchStarvation(pid int) func() (time.Duration, bool) {
+// called, which gives the total time they waited for a CPU, and the most
+// they waited within any StarvedWindow. A thread's count only grows, so the
+// last sample of each is kept; a thread that ended between samples loses at
+// most 10 ms.
+func watchStarvation(pid int) func() (total, peak time.Duration, ok bool) {
+	type point struct {
+		at    time.Time
+		total time.Duration
+	}
 	var (
 		last    = map[string]time.Duration{} // the sampler's own until stopped
 		ok      bool
+		peak    time.Duration
 		quit    = make(chan struct{})
 		stopped = make(chan struct{})
 	)
+	sum := func() (total time.Duration) {
+		for _, d := range last {
+			total += d
+		}
+		return total
+	}
 	go func() {
 		defer close(stopped)
 		s := newWaitSampler(pid)
 		defer s.close()
 		t := time.NewTicker(sampleEvery)
 		defer t.Stop()
+		var window []point // the samples of the last StarvedWindow
 		for {
 			ok = s.sample(last) || ok
+			now := point{time.Now(), sum()}
+			for len(window) > 1 && now.at.Sub(window[1].at) >= StarvedWindow {
+				window = window[1:]
+			}
+			if len(window) > 0 {
+				peak = max(peak, now.total-window[0].total)
+			}
+			window = append(window, now)
 			select {
 			case <-quit:
 				return
@@ -452,14 +484,10 @@ func watchStarvation(pid int) func() (time.Duration, bool) {
 			}
 		}
 	}()
-	return func() (time.Duration, bool) {
+	return func() (time.Duration, time.Duration, bool) {
 		close(quit)
 		<-stopped
-		var total time.Duration
-		for _, d := range last {
-			total += d
-		}
-		return total, ok
+		return sum(), peak, ok
 	}
 }
 
@@ -509,7 +537,7 @@ func WatchStarvation(pid int) func() (starved float64, elapsed time.Duration) {
 	began := time.Now()
 	stop := watchStarvation(pid)
 	return func() (float64, time.Duration) {
-		w, ok := stop()
+		w, _, ok := stop()
 		elapsed := time.Since(began)
 		if !ok || elapsed <= 0 {
 			return -1, elapsed

@@ -190,7 +190,7 @@ func (q *Redis) Acquire(ctx context.Context) error {
 			// a slot would be granted to a waiter who is gone), it leaves the
 			// line. A first try that failed because Redis is down put nothing
 			// there.
-			if err != nil && (n > 0 || ctx.Err() != nil) {
+			if err != nil && (n > 0 || callerGone(ctx) != nil) {
 				q.leaveLine(id)
 			}
 			return err
@@ -540,10 +540,24 @@ func (q *Redis) Close() {
 // unavailable classifies a failed round trip: the caller's own deadline or
 // cancellation is reported as ctx's error, anything else as ErrUnavailable.
 func (q *Redis) unavailable(ctx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
+	if ctxErr := callerGone(ctx); ctxErr != nil {
 		return ctxErr
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// callerGone is ctx's error, or context.DeadlineExceeded once its deadline
+// has passed even if ctx does not say so yet: go-redis gives the socket
+// ctx's deadline, and the network may report its timeout an instant before
+// ctx's own timer fires. Such a timeout is the caller's, not the store's.
+func callerGone(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if deadline, ok := ctx.Deadline(); ok && !time.Now().Before(deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 func (q *Redis) newID() string {

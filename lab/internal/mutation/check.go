@@ -604,8 +604,9 @@ func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass boo
 }
 
 // run runs bin once and says whether a busy machine held it back: the
-// answer's own threads waited for a CPU (Starved, Linux), or the lab's own
-// timer fired late.
+// answer's own threads waited for a CPU (Starved, Linux), over the whole
+// run or in its worst StarvedWindow (a stall of a few hundred ms misses a
+// timed bound as surely as a slow run), or the lab's own timer fired late.
 func (c *checker) run(ctx context.Context, what, bin, env string) (runner.Result, bool) {
 	mark := c.s.Monitor.Mark()
 	scratch, exe, err := c.scratch(bin)
@@ -625,7 +626,8 @@ func (c *checker) run(ctx context.Context, what, bin, env string) (runner.Result
 	res := c.s.Run(ctx, cmd)
 	c.step("run", what, res.Elapsed)
 	c.s.Restore()
-	busy := c.s.Monitor.Since(mark).Busy || c.s.Monitor.HeldBack(res.Starved, res.Elapsed)
+	busy := c.s.Monitor.Since(mark).Busy || c.s.Monitor.HeldBack(res.Starved, res.Elapsed) ||
+		c.s.Monitor.HeldBack(res.StarvedPeak, min(res.Elapsed, runner.StarvedWindow))
 	if busy && selfBusy(res) {
 		// Judged from outside the answer: it was the one keeping the CPUs busy.
 		busy = false
