@@ -2,13 +2,16 @@ package quota_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
 	"quoteflowlab.dev/checkpoints/17/quota"
@@ -180,4 +183,84 @@ func memoryAfter(b *testing.B, rdb *redis.Client, script *redis.Script, key stri
 		b.Fatal(err)
 	}
 	return mem
+}
+
+// The rate quota's throughput against go-redis/redis_rate (GCRA), the
+// limiter a Go service would pick instead: 32 goroutines ask for one call
+// at a time on one key of a real redis-server, at a rate that admits every
+// call (a million a second), through the quota's Allow (its script: a
+// sliding window of counters) or redis_rate's Allow (the same client
+// settings), in interleaved rounds, each first in every other one. Logged:
+// each round's calls/s and the ratio quota / redis_rate; the median ratio
+// is the result (the bar: ≥ 1.0).
+//
+//	go test -run '^$' -bench RateThroughput -benchtime 20000x ./quota/
+func BenchmarkRateThroughput(b *testing.B) {
+	s := startRedis(b)
+	rate := quota.Rate{N: 1_000_000, Per: time.Second}
+	q := processes(b, s.URL(), 1, quota.RedisConfig{Rate: rate})[0]
+	limiter := redis_rate.NewLimiter(client(b, s.URL()))
+	limit := redis_rate.Limit{Rate: rate.N, Burst: rate.N, Period: rate.Per}
+	viaQuota := func(ctx context.Context) error {
+		ok, _, err := q.Allow(ctx, "boreal")
+		if err == nil && !ok {
+			err = errors.New("refused")
+		}
+		return err
+	}
+	viaPeer := func(ctx context.Context) error {
+		res, err := limiter.Allow(ctx, "boreal", limit)
+		if err == nil && res.Allowed != 1 {
+			err = errors.New("refused")
+		}
+		return err
+	}
+	var ratios []float64
+	for round := range 5 {
+		var quotaNs, peerNs float64
+		runQuota := func() { b.Run("quota", func(b *testing.B) { quotaNs = benchAllow(b, viaQuota) }) }
+		runPeer := func() { b.Run("redis_rate", func(b *testing.B) { peerNs = benchAllow(b, viaPeer) }) }
+		if round%2 == 0 {
+			runQuota()
+			runPeer()
+		} else {
+			runPeer()
+			runQuota()
+		}
+		if quotaNs > 0 && peerNs > 0 {
+			ratios = append(ratios, peerNs/quotaNs)
+			b.Logf("round %d: quota %.0f calls/s, redis_rate %.0f calls/s: quota / redis_rate %.2f",
+				round+1, 1e9/quotaNs, 1e9/peerNs, peerNs/quotaNs)
+		}
+	}
+	if len(ratios) > 0 {
+		slices.Sort(ratios)
+		b.Logf("rate quota throughput = %.2f × redis_rate at 32 goroutines (median of %d rounds; bar ≥ 1.0)",
+			ratios[len(ratios)/2], len(ratios))
+	}
+}
+
+// benchAllow runs b.N calls of allow from 32 goroutines; it returns ns per
+// call.
+func benchAllow(b *testing.B, allow func(context.Context) error) float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // every wait capped
+	defer cancel()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for range 32 {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				if err := allow(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	b.ReportMetric(1e9/ns, "calls/s")
+	return ns
 }

@@ -5,3 +5,9 @@ var RateScript = rateScript
 
 // RateBuckets is how many buckets a rate window is cut into.
 const RateBuckets = rateBuckets
+
+// The lease scripts' hashes, for BenchmarkContended's count of round trips.
+var (
+	AcquireHash = acquireScript.Hash()
+	ReleaseHash = releaseScript.Hash()
+)

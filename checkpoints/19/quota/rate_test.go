@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -198,7 +199,8 @@ func TestRedisWeightedWaitEndsWhenTheCostLeaves(t *testing.T) {
 
 // The rate quota's memory does not grow with the rate: after a thousand
 // calls admitted within one window, the key holds a counter per bucket of
-// the window (at most RateBuckets + 1 of them), not a member per call.
+// the window (at most RateBuckets + 1 of them) and their sum and oldest
+// bucket, not a member per call.
 func TestRedisRateMemoryIsBoundedWhateverTheRate(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
@@ -211,11 +213,46 @@ func TestRedisRateMemoryIsBoundedWhateverTheRate(t *testing.T) {
 			t.Fatalf("call %d of a million per 100 ms: %v, %v; want admitted", i, ok, err)
 		}
 	}
-	n, err := client(t, s.URL()).HLen(ctx, "{quoteflow}:rate:boreal").Result()
+	fields, err := client(t, s.URL()).HKeys(ctx, "{quoteflow}:rate:boreal").Result()
 	if err != nil {
 		t.Fatalf("the rate key is not a hash of counters: %v", err)
 	}
-	if n < 1 || n > quota.RateBuckets+1 {
-		t.Errorf("after 1000 admissions the rate key holds %d counters, want 1 to %d", n, quota.RateBuckets+1)
+	counters := 0
+	for _, f := range fields {
+		if _, err := strconv.ParseInt(f, 10, 64); err == nil {
+			counters++
+		} else if f != "t" && f != "lo" {
+			t.Errorf("the rate key holds a field %q: neither a bucket, nor the sum (t), nor the oldest bucket (lo)", f)
+		}
+	}
+	if counters < 1 || counters > quota.RateBuckets+1 || len(fields) > quota.RateBuckets+3 {
+		t.Errorf("after 1000 admissions the rate key holds %d counters in %d fields, want 1 to %d counters", counters, len(fields), quota.RateBuckets+1)
+	}
+}
+
+// A steady flow under the rate is never refused: the counters drop what
+// leaves the window from their sum (a sum that only grew would refuse the
+// flow once N calls had passed, until the key expired).
+func TestRedisRateAdmitsASteadyFlowUnderTheRate(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	q := processes(t, s.URL(), 1, quota.RedisConfig{Rate: quota.Rate{N: 6, Per: 200 * time.Millisecond}})[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond) // 4 a window: room for 2 more if a busy machine bunches them
+	defer tick.Stop()
+	for i := range 20 {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+		ok, retry, err := q.Allow(ctx, "boreal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			t.Fatalf("call %d of one every 50 ms at 6 per 200 ms: refused, room in %v", i+1, retry)
+		}
 	}
 }

@@ -76,6 +76,8 @@ type Redis struct {
 
 	renewing sync.Mutex     // held while a renewal runs: a release's removal waits for it (Release)
 	releases sync.WaitGroup // lease removals under way (Release); Close waits for them
+	giving   []string       // ids to give back (Release, leaveLine), under mu; giveBack sends them
+	sending  bool           // a giveBack runs, under mu: it also sends the ids given meanwhile
 	stop     chan struct{}
 	stopped  chan struct{}
 	woke     chan struct{} // closed when wakeLoop has ended
@@ -299,27 +301,56 @@ func (q *Redis) wakeLoop() {
 // TTL, but until then they would hold a slot for a caller who is gone).
 func (q *Redis) leaveLine(id string) {
 	q.mu.Lock()
-	closed := q.closed
-	if !closed {
-		q.releases.Add(1) // before Close can wait: it sets closed under mu
-	}
-	q.mu.Unlock()
-	if closed {
-		return
-	}
-	go func() {
-		defer q.releases.Done()
-		q.giveBack(id)
-	}()
+	defer q.mu.Unlock()
+	q.giveLocked(id)
 }
 
-// giveBack runs releaseScript for id: the lease, or the place in line, is
-// given back and a free slot goes to the first in line.
-func (q *Redis) giveBack(id string) {
-	ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
-	defer cancel()
-	releaseScript.Run(ctx, q.rdb, []string{q.leases, q.epoch, q.waiting, q.line},
-		q.limit, q.ttl.Milliseconds(), id)
+// giveLocked queues id to be given back, and starts giveBack unless one
+// runs (it will send id too). The caller holds mu. After Close it does
+// nothing: the lease, or the place, expires by itself within the TTL.
+func (q *Redis) giveLocked(id string) {
+	if q.closed {
+		return
+	}
+	q.giving = append(q.giving, id)
+	if q.sending {
+		return
+	}
+	q.sending = true
+	q.releases.Add(1) // before Close can wait: it sets closed under mu
+	go q.giveBack()
+}
+
+// giveBack runs releaseScript for the ids queued to be given back, in one
+// round trip, until none is left: the releases that come while one round
+// trip is under way go together in the next, so under contention a
+// release costs Redis and this process a fraction of a round trip. Each
+// lease, or place in line, is given back and the free slots go to the first
+// in line. It runs after any renewal in flight (which might otherwise add
+// a lease back).
+func (q *Redis) giveBack() {
+	defer q.releases.Done()
+	for {
+		q.mu.Lock()
+		ids := q.giving
+		q.giving = nil
+		if len(ids) == 0 {
+			q.sending = false
+			q.mu.Unlock()
+			return
+		}
+		q.mu.Unlock()
+		q.renewing.Lock() // a renewal that read a lease before it left has ended
+		q.renewing.Unlock()
+		args := make([]any, 0, 2+len(ids))
+		args = append(args, q.limit, q.ttl.Milliseconds())
+		for _, id := range ids {
+			args = append(args, id)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
+		releaseScript.Run(ctx, q.rdb, []string{q.leases, q.epoch, q.waiting, q.line}, args...)
+		cancel()
+	}
 }
 
 // tryAcquire runs acquireScript once: one round trip, atomic. wait says the
@@ -380,35 +411,25 @@ func (q *Redis) keepPlaces() {
 // Release gives back one of the leases this process holds (they are all
 // alike); it panics when none is held. It waits for nothing: the lease
 // leaves the held set at once, so no later renewal names it, and is removed
-// from Redis in the background, after any renewal in flight (which might
-// otherwise add it back) and within OpTimeout; the slot goes to the first
-// caller in line, if any, and wakes it. A stalled Redis, or a
-// renewal stuck in one, never delays the caller's answer. If Redis cannot
-// be reached the lease expires by itself within the TTL.
+// from Redis in the background (giveBack: with the other releases of this
+// process that come meanwhile, in one round trip), after any renewal in
+// flight (which might otherwise add it back) and within OpTimeout; the slot
+// goes to the first caller in line, if any, and wakes it. A stalled Redis,
+// or a renewal stuck in one, never delays the caller's answer. If Redis
+// cannot be reached, or after Close, the lease expires by itself within
+// the TTL.
 func (q *Redis) Release() {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	var id string
 	for id = range q.held {
 		break
 	}
-	delete(q.held, id)
-	closed := q.closed
-	if !closed && id != "" {
-		q.releases.Add(1) // before Close can wait: it sets closed under mu
-	}
-	q.mu.Unlock()
 	if id == "" {
 		panic("quota: Release without a matching Acquire")
 	}
-	if closed {
-		return // no more renewals: the lease expires within the TTL
-	}
-	go func() {
-		defer q.releases.Done()
-		q.renewing.Lock() // a renewal that read the lease before it left has ended
-		q.renewing.Unlock()
-		q.giveBack(id)
-	}()
+	delete(q.held, id)
+	q.giveLocked(id)
 }
 
 // renewLoop renews every held lease every TTL/3, in one round trip.
