@@ -199,7 +199,8 @@ func BenchmarkRateThroughput(b *testing.B) {
 	s := startRedis(b)
 	rate := quota.Rate{N: 1_000_000, Per: time.Second}
 	q := processes(b, s.URL(), 1, quota.RedisConfig{Rate: rate})[0]
-	limiter := redis_rate.NewLimiter(client(b, s.URL()))
+	rdb := client(b, s.URL())
+	limiter := redis_rate.NewLimiter(rdb)
 	limit := redis_rate.Limit{Rate: rate.N, Burst: rate.N, Period: rate.Per}
 	viaQuota := func(ctx context.Context) error {
 		ok, _, err := q.Allow(ctx, "boreal")
@@ -218,8 +219,8 @@ func BenchmarkRateThroughput(b *testing.B) {
 	var ratios []float64
 	for round := range 5 {
 		var quotaNs, peerNs float64
-		runQuota := func() { b.Run("quota", func(b *testing.B) { quotaNs = benchAllow(b, viaQuota) }) }
-		runPeer := func() { b.Run("redis_rate", func(b *testing.B) { peerNs = benchAllow(b, viaPeer) }) }
+		runQuota := func() { b.Run("quota", func(b *testing.B) { quotaNs = benchAllow(b, rdb, viaQuota) }) }
+		runPeer := func() { b.Run("redis_rate", func(b *testing.B) { peerNs = benchAllow(b, rdb, viaPeer) }) }
 		if round%2 == 0 {
 			runQuota()
 			runPeer()
@@ -241,10 +242,13 @@ func BenchmarkRateThroughput(b *testing.B) {
 }
 
 // benchAllow runs b.N calls of allow from 32 goroutines; it returns ns per
-// call.
-func benchAllow(b *testing.B, allow func(context.Context) error) float64 {
+// call, and reports the µs redis-server spent in the scripts per call.
+func benchAllow(b *testing.B, rdb *redis.Client, allow func(context.Context) error) float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // every wait capped
 	defer cancel()
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
@@ -262,5 +266,6 @@ func benchAllow(b *testing.B, allow func(context.Context) error) float64 {
 	b.StopTimer()
 	ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 	b.ReportMetric(1e9/ns, "calls/s")
+	b.ReportMetric(float64(redisBusy(b, rdb))/float64(b.N), "redis-µs/call")
 	return ns
 }
