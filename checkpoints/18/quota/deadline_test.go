@@ -51,6 +51,32 @@ func TestDeadlineDuringRoundTripIsTheCallers(t *testing.T) {
 	}
 }
 
+// A rate call waiting for a round trip of its process's other calls to end
+// (they go together) waits no longer than its own deadline: on a Redis that
+// answers nothing, one call holds the round trip for its OpTimeout, and a
+// second with 30 ms left gets context.DeadlineExceeded at about 30 ms.
+func TestRateCallQueuedBehindAStalledTripKeepsItsDeadline(t *testing.T) {
+	t.Parallel()
+	addr := blackHole(t)
+	q := processes(t, "redis://"+addr, 1, quota.RedisConfig{
+		Rate:      quota.Rate{N: 5, Per: time.Second},
+		OpTimeout: 300 * time.Millisecond,
+	})[0]
+	first := make(chan error, 1)
+	go func() { first <- q.Wait(context.Background(), "boreal") }()
+	time.Sleep(50 * time.Millisecond) // the first call's round trip is under way
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := q.Wait(ctx, "boreal")
+	if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took > 300*time.Millisecond {
+		t.Errorf("a call with 30 ms left, behind a stalled round trip: %v after %s, want context.DeadlineExceeded at its deadline", err, took.Round(time.Millisecond))
+	}
+	if err := <-first; !errors.Is(err, quota.ErrUnavailable) {
+		t.Errorf("the call holding the stalled round trip: %v, want ErrUnavailable after OpTimeout", err)
+	}
+}
+
 // lateCtx is a context whose deadline may have passed while it is not done.
 type lateCtx struct {
 	context.Context

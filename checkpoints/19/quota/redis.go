@@ -74,6 +74,12 @@ type Redis struct {
 	seen    string                   // the epoch last seen
 	closed  bool
 
+	rmu      sync.Mutex  // guards the rate calls' round trips (allow)
+	rsending bool        // a round trip of rate calls is under way
+	rqueue   []*rateCall // calls that go in the next
+	rclosed  bool        // Close has begun: no more sendRates
+	rates    sync.WaitGroup
+
 	renewing sync.Mutex     // held while a renewal runs: a release's removal waits for it (Release)
 	releases sync.WaitGroup // lease removals under way (Release); Close waits for them
 	giving   []string       // ids to give back (Release, leaveLine), under mu; giveBack sends them
@@ -488,9 +494,8 @@ func (q *Redis) WaitN(ctx context.Context, key string, cost int) error {
 	if q.rate.Unlimited() {
 		return nil
 	}
-	id := q.newID()
 	for {
-		ok, wait, err := q.allow(ctx, key, id, cost)
+		ok, wait, err := q.allow(ctx, key, cost)
 		if err != nil || ok {
 			return err
 		}
@@ -511,23 +516,138 @@ func (q *Redis) Allow(ctx context.Context, key string) (ok bool, retryAfter time
 	if q.rate.Unlimited() {
 		return true, 0, nil
 	}
-	return q.allow(ctx, key, q.newID(), 1)
+	return q.allow(ctx, key, 1)
 }
 
-// allow runs the rate script once for a call of cost: ok, or how long until
-// it could fit (negative: never, its cost is more than the rate).
-func (q *Redis) allow(ctx context.Context, key, id string, cost int) (bool, time.Duration, error) {
+// rateCall is a call to be counted by the rate script, queued while
+// another round trip is under way (allow).
+type rateCall struct {
+	key    string
+	cost   int
+	answer chan rateAnswer // buffered: whoever sends never waits for the caller
+}
+
+// rateAnswer is the script's answer for one call (µs to wait, 0: admitted),
+// or the round trip's error.
+type rateAnswer struct {
+	us  int64
+	err error
+}
+
+// allow runs the rate script for a call of cost: ok, or how long until it
+// could fit (negative: never, its cost is more than the rate). A call that
+// finds no round trip of this process's rate calls under way makes its own,
+// bounded by ctx and OpTimeout. One that comes while one is under way waits
+// for it to end and goes with every other call queued meanwhile in the
+// next, one round trip for them all (sendRates): under load, a call costs
+// this process and Redis a share of a round trip. It waits for that answer
+// until ctx ends; a call given up on may still be counted (less is
+// admitted, never more).
+func (q *Redis) allow(ctx context.Context, key string, cost int) (bool, time.Duration, error) {
 	if cost < 1 {
 		cost = 1
 	}
-	op, cancel := context.WithTimeout(ctx, q.opTimeout)
-	defer cancel()
-	us, err := rateScript.Run(op, q.rdb, []string{q.prefix + "rate:" + key},
-		q.rate.N, q.rate.Per.Microseconds(), id, cost).Int64()
-	if err != nil {
-		return false, 0, q.unavailable(ctx, err)
+	key = q.prefix + "rate:" + key
+	q.rmu.Lock()
+	if q.rsending {
+		c := &rateCall{key: key, cost: cost, answer: make(chan rateAnswer, 1)}
+		q.rqueue = append(q.rqueue, c)
+		q.rmu.Unlock()
+		select {
+		case a := <-c.answer:
+			return q.rateAnswer(ctx, a)
+		case <-ctx.Done():
+			return false, 0, ctx.Err()
+		}
 	}
-	return us == 0, time.Duration(us) * time.Microsecond, nil
+	q.rsending = true
+	q.rmu.Unlock()
+	op, cancel := context.WithTimeout(ctx, q.opTimeout)
+	us, err := q.runRates(op, []string{key}, cost)
+	cancel()
+	q.sendQueued()
+	a := rateAnswer{err: err}
+	if err == nil {
+		a.us = us[0]
+	}
+	return q.rateAnswer(ctx, a)
+}
+
+func (q *Redis) rateAnswer(ctx context.Context, a rateAnswer) (bool, time.Duration, error) {
+	if a.err != nil {
+		return false, 0, q.unavailable(ctx, a.err)
+	}
+	return a.us == 0, time.Duration(a.us) * time.Microsecond, nil
+}
+
+// runRates runs the rate script once for calls to keys, of costs.
+func (q *Redis) runRates(ctx context.Context, keys []string, costs ...int) ([]int64, error) {
+	args := make([]any, 2, 2+len(costs))
+	args[0], args[1] = q.rate.N, q.rate.Per.Microseconds()
+	for _, c := range costs {
+		args = append(args, c)
+	}
+	us, err := rateScript.Run(ctx, q.rdb, keys, args...).Int64Slice()
+	if err == nil && len(us) != len(keys) {
+		err = fmt.Errorf("the rate script answered %d calls of %d", len(us), len(keys))
+	}
+	return us, err
+}
+
+// sendQueued ends this process's round trip of rate calls: the calls
+// queued meanwhile go together in one more (sendRates), or, if none is,
+// the next call makes its own.
+func (q *Redis) sendQueued() {
+	q.rmu.Lock()
+	defer q.rmu.Unlock()
+	if len(q.rqueue) == 0 {
+		q.rsending = false
+		return
+	}
+	calls := q.rqueue
+	q.rqueue = nil
+	q.rates.Add(1) // under rmu: Close waits for it (rclosed)
+	go q.sendRates(calls)
+}
+
+// sendRates runs the rate script for calls, one round trip bounded by
+// OpTimeout, gives each its answer, and goes on with the calls queued
+// meanwhile until none is left. After Close it answers them ErrUnavailable.
+func (q *Redis) sendRates(calls []*rateCall) {
+	defer q.rates.Done()
+	for {
+		var us []int64
+		err := fmt.Errorf("the quota is closed")
+		q.rmu.Lock()
+		closed := q.rclosed
+		q.rmu.Unlock()
+		if !closed {
+			keys := make([]string, len(calls))
+			costs := make([]int, len(calls))
+			for i, c := range calls {
+				keys[i], costs[i] = c.key, c.cost
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
+			us, err = q.runRates(ctx, keys, costs...)
+			cancel()
+		}
+		for i, c := range calls {
+			a := rateAnswer{err: err}
+			if err == nil {
+				a.us = us[i]
+			}
+			c.answer <- a
+		}
+		q.rmu.Lock()
+		calls = q.rqueue
+		q.rqueue = nil
+		if len(calls) == 0 {
+			q.rsending = false
+			q.rmu.Unlock()
+			return
+		}
+		q.rmu.Unlock()
+	}
 }
 
 // Held is the number of leases this process holds now.
@@ -556,6 +676,10 @@ func (q *Redis) Close() {
 	<-q.stopped
 	<-q.woke
 	q.releases.Wait()
+	q.rmu.Lock()
+	q.rclosed = true
+	q.rmu.Unlock()
+	q.rates.Wait()
 }
 
 // unavailable classifies a failed round trip: the caller's own deadline or

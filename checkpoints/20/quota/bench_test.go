@@ -65,7 +65,9 @@ func benchAcquireRelease(b *testing.B, q quota.Quota) {
 // now. For redis also the round trips: tries/op, the acquire script's runs per
 // Acquire (1: every waiter was woken, none tried again because its timer,
 // the Poll or the first lease's expiry, fired first), and trips/op, every
-// script run (the tries and the releases).
+// script run (the tries and the releases); for floor and redis the CPU
+// each op cost this process and redis-server, which a busy machine changes
+// far less than the waits (see BenchmarkRateThroughput).
 //
 //	go test -run '^$' -bench Contended -benchtime 20000x ./quota/
 func BenchmarkContended(b *testing.B) {
@@ -77,12 +79,18 @@ func BenchmarkContended(b *testing.B) {
 		b.Run(fmt.Sprintf("floor/goroutines=%d", n), func(b *testing.B) {
 			rdb := client(b, startRedis(b).URL())
 			sem := semaphore.NewWeighted(6)
+			c0, ok0 := processCPU()
+			r0 := redisCPU(b, rdb)
 			benchContended(b, n, func(ctx context.Context) error { return sem.Acquire(ctx, 1) }, func() {
 				if err := rdb.Ping(context.Background()).Err(); err != nil {
 					b.Error(err)
 				}
 				sem.Release(1)
 			})
+			if c, ok := processCPU(); ok && ok0 {
+				b.ReportMetric(float64((c-c0).Nanoseconds())/1e3/float64(b.N), "cpu-µs/op")
+			}
+			b.ReportMetric(float64((redisCPU(b, rdb)-r0).Nanoseconds())/1e3/float64(b.N), "redis-cpu-µs/op")
 		})
 		b.Run(fmt.Sprintf("redis/goroutines=%d", n), func(b *testing.B) {
 			s := startRedis(b)
@@ -92,11 +100,14 @@ func BenchmarkContended(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(q.Close) // before the client's Close
+			if err := rdb.ConfigResetStat(context.Background()).Err(); err != nil {
+				b.Fatal(err)
+			}
+			c0 := costsNow(b, rdb)
 			benchContended(b, n, q.Acquire, q.Release)
 			q.Close() // every release has run
 			b.ReportMetric(float64(rdb.runs(quota.AcquireHash))/float64(b.N), "tries/op")
-			b.ReportMetric(float64(rdb.runs(""))/float64(b.N), "trips/op")
-			b.ReportMetric(float64(redisBusy(b, rdb.Client))/float64(b.N), "redis-µs/op")
+			costsSince(b, rdb, c0, "op")
 		})
 	}
 }
