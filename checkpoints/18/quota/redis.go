@@ -527,6 +527,9 @@ type rateCall struct {
 	answer chan rateAnswer // buffered: whoever sends never waits for the caller
 }
 
+// errClosed answers the rate calls queued when Close has begun.
+var errClosed = errors.New("the quota is closed")
+
 // rateAnswer is the script's answer for one call (µs to wait, 0: admitted),
 // or the round trip's error.
 type rateAnswer struct {
@@ -606,7 +609,14 @@ func (q *Redis) sendQueued() {
 	}
 	calls := q.rqueue
 	q.rqueue = nil
-	q.rates.Add(1) // under rmu: Close waits for it (rclosed)
+	if q.rclosed { // Close waits for no more sendRates
+		q.rsending = false
+		for _, c := range calls {
+			c.answer <- rateAnswer{err: errClosed}
+		}
+		return
+	}
+	q.rates.Add(1) // under rmu, before Close sets rclosed and waits
 	go q.sendRates(calls)
 }
 
@@ -617,7 +627,7 @@ func (q *Redis) sendRates(calls []*rateCall) {
 	defer q.rates.Done()
 	for {
 		var us []int64
-		err := fmt.Errorf("the quota is closed")
+		err := errClosed
 		q.rmu.Lock()
 		closed := q.rclosed
 		q.rmu.Unlock()

@@ -308,3 +308,33 @@ func TestRedisRateCallsShareRoundTrips(t *testing.T) {
 	}
 	t.Logf("320 calls in %d round trips", trips)
 }
+
+// Close while rate calls are queued behind a round trip: every call
+// returns (admitted, refused or ErrUnavailable), and Close returns having
+// waited for the round trips it let start, none after (goleak and -race
+// see the rest).
+func TestRedisCloseWhileRateCallsAreQueued(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	for range 10 {
+		q := processes(t, s.URL(), 1, quota.RedisConfig{Rate: quota.Rate{N: 1_000_000, Per: time.Second}})[0]
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					if _, _, err := q.Allow(ctx, "boreal"); err != nil {
+						if !errors.Is(err, quota.ErrUnavailable) && ctx.Err() == nil {
+							t.Errorf("Allow during Close: %v, want nil or ErrUnavailable", err)
+						}
+						return
+					}
+				}
+			})
+		}
+		time.Sleep(5 * time.Millisecond)
+		q.Close()
+		cancel()
+		wg.Wait()
+	}
+}
