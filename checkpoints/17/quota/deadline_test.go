@@ -24,7 +24,7 @@ func TestDeadlineDuringRoundTripIsTheCallers(t *testing.T) {
 	addr := blackHole(t)
 	q := processes(t, "redis://"+addr, 1, quota.RedisConfig{
 		Rate:      quota.Rate{N: 5, Per: time.Second},
-		OpTimeout: 300 * time.Millisecond, // the caller's deadline (30 ms) runs out first
+		OpTimeout: time.Second, // the caller's deadline (30 ms) runs out long before
 	})[0]
 	calls := map[string]func(context.Context) error{
 		"Acquire": q.Acquire,
@@ -41,9 +41,37 @@ func TestDeadlineDuringRoundTripIsTheCallers(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, quota.ErrUnavailable) {
 			t.Errorf("%s with the deadline running out during its round trip = %v, want context.DeadlineExceeded (the caller's), not ErrUnavailable", name, err)
 		}
-		if took := time.Since(start); took > 250*time.Millisecond {
-			t.Errorf("%s took %s: the caller's deadline (30ms) did not bound the round trip", name, took)
+		// go-redis tries twice more (5-50 ms apart), each failing at once:
+		// well under the OpTimeout that bounds the round trip otherwise.
+		if took := time.Since(start); took > 700*time.Millisecond {
+			t.Errorf("%s took %s: the caller's deadline (30ms) did not bound the round trip, OpTimeout (1s) did", name, took)
 		}
+	}
+}
+
+// A rate call waiting for a round trip of its process's other calls to end
+// (they go together) waits no longer than its own deadline: on a Redis that
+// answers nothing, one call holds the round trip for its OpTimeout, and a
+// second with 30 ms left gets context.DeadlineExceeded at about 30 ms.
+func TestRateCallQueuedBehindAStalledTripKeepsItsDeadline(t *testing.T) {
+	t.Parallel()
+	addr := blackHole(t)
+	q := processes(t, "redis://"+addr, 1, quota.RedisConfig{
+		Rate:      quota.Rate{N: 5, Per: time.Second},
+		OpTimeout: time.Second,
+	})[0]
+	first := make(chan error, 1)
+	go func() { first <- q.Wait(context.Background(), "boreal") }()
+	time.Sleep(50 * time.Millisecond) // the first call's round trip is under way
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := q.Wait(ctx, "boreal")
+	if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took > 700*time.Millisecond {
+		t.Errorf("a call with 30 ms left, behind a stalled round trip: %v after %s, want context.DeadlineExceeded at its deadline", err, took.Round(time.Millisecond))
+	}
+	if err := <-first; !errors.Is(err, quota.ErrUnavailable) {
+		t.Errorf("the call holding the stalled round trip: %v, want ErrUnavailable after OpTimeout", err)
 	}
 }
 
