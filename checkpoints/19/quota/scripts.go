@@ -30,20 +30,18 @@ import (
 // waiter of owner, the process running the script, is in grant's answer
 // (mine), and its process wakes it when the answer comes: no message.
 const grantLua = `
-local function grant(now, limit, ttl, owner)
+local function grant(now, limit, ttl, owner, grace)
   redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
   local held = redis.call('ZCARD', KEYS[1])
   local mine = {}
-  local grace = redis.call('HGET', KEYS[2], 'grace')
-  if not grace or now < tonumber(grace) then
+  if not grace or now < grace then
     return held, mine
   end
   while held < limit do
-    local first = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+    local first = redis.call('ZPOPMIN', KEYS[4])[1]
     if not first then
       break
     end
-    redis.call('ZREM', KEYS[4], first)
     local place = redis.call('ZSCORE', KEYS[3], first)
     if place then
       redis.call('ZREM', KEYS[3], first)
@@ -71,8 +69,8 @@ end
 // are held and nobody waits in line before it.
 //
 // KEYS[1] the sorted set of leases (member: lease id, score: expiry in ms)
-// KEYS[2] the epoch hash: which incarnation of the store this is, and
-// "seq", the count of callers who took a place in line
+// KEYS[2] the epoch hash: which incarnation of the store this is, its
+// grace, and "seq", a count of the places taken in line
 // KEYS[3] the places in line (member: the lease id a caller waits for,
 // score: when its place expires, in ms)
 // KEYS[4] the line: the same callers in the order they came (score: seq)
@@ -106,19 +104,20 @@ for i = 8, tries - 1 do
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 if tries > #ARGV then
-  local _, mine = grant(now, limit, ttl, owner)
+  local _, mine = grant(now, limit, ttl, owner, tonumber(redis.call('HGET', KEYS[2], 'grace')))
   return {'', {}, 0, mine}
 end
-local epoch = redis.call('HGET', KEYS[2], 'id')
+local state = redis.call('HMGET', KEYS[2], 'id', 'grace', 'seq')
+local epoch, grace, seq = state[1], tonumber(state[2]), tonumber(state[3]) or 0
 if not epoch then
-  local grace = 0
+  grace = 0
   if ARGV[3] ~= '' then grace = now + ttl end
   epoch = ARGV[4]
   redis.call('HSET', KEYS[2], 'id', epoch, 'grace', grace)
 end
-local grace = tonumber(redis.call('HGET', KEYS[2], 'grace'))
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. (now + ttl), '+inf')
-local held, mine = grant(now, limit, ttl, owner)
+local held, mine = grant(now, limit, ttl, owner, grace)
+local came = seq
 local admitted = {}
 for i = tries, #ARGV, 2 do
   local id, waits = ARGV[i], ARGV[i + 1] == 'wait'
@@ -136,12 +135,14 @@ for i = tries, #ARGV, 2 do
   else
     if waits then
       redis.call('ZADD', KEYS[3], now + tonumber(ARGV[5]), id)
-      if not redis.call('ZSCORE', KEYS[4], id) then
-        redis.call('ZADD', KEYS[4], redis.call('HINCRBY', KEYS[2], 'seq', 1), id)
-      end
+      came = came + 1
+      redis.call('ZADD', KEYS[4], 'NX', came, id)
     end
     admitted[#admitted + 1] = 0
   end
+end
+if came ~= seq then
+  redis.call('HSET', KEYS[2], 'seq', came)
 end
 local retry = 0
 if now < grace then
@@ -184,7 +185,7 @@ for i = 6, #ARGV do
     lost = lost + 1
   end
 end
-local _, mine = grant(now, limit, ttl, ARGV[5])
+local _, mine = grant(now, limit, ttl, ARGV[5], tonumber(redis.call('HGET', KEYS[2], 'grace')))
 return {epoch, lost, mine}
 `)
 
