@@ -18,9 +18,9 @@ import (
 )
 
 // What the quota costs each supplier call: one Acquire and its Release, on
-// the local semaphore and on a real redis-server over loopback (the acquire
-// script, and the release script in the background). Reported as p50 and
-// p99 in µs.
+// the local semaphore and on a real redis-server over loopback (the lease
+// script: the try, and the release in the background, which goes with the
+// next try). Reported as p50 and p99 in µs.
 //
 //	go test -run '^$' -bench AcquireRelease ./quota/
 func BenchmarkAcquireRelease(b *testing.B) {
