@@ -18,9 +18,9 @@ import (
 )
 
 // What the quota costs each supplier call: one Acquire and its Release, on
-// the local semaphore and on a real redis-server over loopback (the acquire
-// script, and the release script in the background). Reported as p50 and
-// p99 in µs.
+// the local semaphore and on a real redis-server over loopback (the lease
+// script: the try, and the release in the background, which goes with the
+// next try). Reported as p50 and p99 in µs.
 //
 //	go test -run '^$' -bench AcquireRelease ./quota/
 func BenchmarkAcquireRelease(b *testing.B) {
@@ -62,10 +62,10 @@ func benchAcquireRelease(b *testing.B, q quota.Quota) {
 // floor is the semaphore again, each slot held for one round trip to
 // the same redis-server (a PING before the Release): what any quota whose
 // slot comes back only when Redis hears of it pays at least, on this machine
-// now. For redis also the round trips: tries/op, the acquire script's runs per
-// Acquire (1: every waiter was woken, none tried again because its timer,
-// the Poll or the first lease's expiry, fired first), and trips/op, every
-// script run (the tries and the releases); for floor and redis the CPU
+// now. For redis also the round trips: lease-trips/op, the lease script's
+// runs per Acquire+Release (each carries the tries and releases of the
+// process that came while the one before was under way: under contention
+// well under 2), and trips/op, every script run; for floor and redis the CPU
 // each op cost this process and redis-server, which a busy machine changes
 // far less than the waits (see BenchmarkRateThroughput).
 //
@@ -106,7 +106,7 @@ func BenchmarkContended(b *testing.B) {
 			c0 := costsNow(b, rdb)
 			benchContended(b, n, q.Acquire, q.Release)
 			q.Close() // every release has run
-			b.ReportMetric(float64(rdb.runs(quota.AcquireHash))/float64(b.N), "tries/op")
+			b.ReportMetric(float64(rdb.runs(quota.LeaseHash))/float64(b.N), "lease-trips/op")
 			costsSince(b, rdb, c0, "op")
 		})
 	}

@@ -506,9 +506,10 @@ type quotaWatcher interface {
 
 // admissionLog records each request for a slot as it goes to Redis: the
 // lease asked for, whether the caller waits in line (Acquire, a first call)
-// or may not (TryAcquire, a hedge), Redis's answer, and when the request was
-// sent and its answer received. Redis decided between those two instants,
-// whatever the scheduler did to the goroutines before and after.
+// or may not (TryAcquire, a hedge), Redis's answer, and when the round trip
+// that carried it was sent and its answer received. Redis decided between
+// those two instants, whatever the scheduler did to the goroutines before
+// and after.
 type admissionLog struct {
 	rdb   *redis.Client // reads the line after each hedge's request
 	mu    sync.Mutex
@@ -525,21 +526,7 @@ type slotRequest struct {
 	lineAfter []string
 }
 
-// asking marks the context of a request for a slot: true for Acquire's.
-type asking struct{}
-
-// askingQuota marks the contexts of its requests for a slot.
-type askingQuota struct{ quota.Quota }
-
-func (q askingQuota) Acquire(ctx context.Context) error {
-	return q.Quota.Acquire(context.WithValue(ctx, asking{}, true))
-}
-
-func (q askingQuota) TryAcquire(ctx context.Context) (bool, error) {
-	return q.Quota.TryAcquire(context.WithValue(ctx, asking{}, false))
-}
-
-func (l *admissionLog) watch(q quota.Quota) quota.Quota { return askingQuota{q} }
+func (l *admissionLog) watch(q quota.Quota) quota.Quota { return q }
 
 func (l *admissionLog) DialHook(next redis.DialHook) redis.DialHook { return next }
 
@@ -552,25 +539,36 @@ func (l *admissionLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		sent := time.Now()
 		err := next(ctx, cmd)
 		received := time.Now()
-		waits, asked := ctx.Value(asking{}).(bool)
 		c, script := cmd.(*redis.Cmd)
-		if !asked || !script || err != nil {
+		if !script || err != nil {
 			return err
 		}
-		// acquireScript: EVAL(SHA) script numkeys KEYS... ARGV..., where
-		// ARGV[3] is the lease; it answers {admitted 0|1, ...}.
+		// The lease script: EVAL(SHA) script numkeys KEYS... ARGV..., where
+		// ARGV[7] counts the leases given back that come first from
+		// ARGV[8], and the tries follow, each a lease and "wait" (Acquire)
+		// or "try" (TryAcquire); it answers {epoch, {admitted 0|1 for each
+		// try}, ...}.
 		args := cmd.Args()
 		if len(args) < 3 || !strings.HasPrefix(strings.ToLower(fmt.Sprint(args[0])), "eval") {
 			return err
 		}
 		numkeys, _ := strconv.Atoi(fmt.Sprint(args[2]))
+		argv := 3 + numkeys
 		res, rerr := c.Slice()
-		if lease := 3 + numkeys + 2; lease < len(args) && rerr == nil && len(res) > 0 {
-			r := slotRequest{lease: fmt.Sprint(args[lease]), waits: waits,
-				admitted: res[0] == int64(1), sent: sent, received: received}
-			if !waits && numkeys >= 4 && l.rdb != nil {
-				// KEYS[4] is the line: in the order the callers came.
-				r.lineAfter, _ = l.rdb.ZRange(context.Background(), fmt.Sprint(args[3+3]), 0, -1).Result()
+		if argv+7 > len(args) || rerr != nil || len(res) != 4 {
+			return err
+		}
+		given, _ := strconv.Atoi(fmt.Sprint(args[argv+6]))
+		admitted, _ := res[1].([]any)
+		var line []string
+		for i, j := argv+7+given, 0; i+1 < len(args) && j < len(admitted); i, j = i+2, j+1 {
+			r := slotRequest{lease: fmt.Sprint(args[i]), waits: fmt.Sprint(args[i+1]) == "wait",
+				admitted: admitted[j] == int64(1), sent: sent, received: received}
+			if !r.waits && numkeys >= 4 && l.rdb != nil {
+				if line == nil { // KEYS[4] is the line: in the order the callers came.
+					line, _ = l.rdb.ZRange(context.Background(), fmt.Sprint(args[3+3]), 0, -1).Result()
+				}
+				r.lineAfter = line
 			}
 			l.mu.Lock()
 			l.tries = append(l.tries, r)

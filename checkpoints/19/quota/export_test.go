@@ -12,9 +12,16 @@ return admit(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4]))
 // RateBuckets is how many buckets a rate window is cut into.
 const RateBuckets = rateBuckets
 
-// The lease scripts' hashes, for BenchmarkContended's count of round trips.
+// The scripts' hashes, for the benchmarks' count of round trips.
 var (
-	AcquireHash = acquireScript.Hash()
-	ReleaseHash = releaseScript.Hash()
-	RateHash    = rateScript.Hash()
+	LeaseHash = leaseScript.Hash()
+	RateHash  = rateScript.Hash()
 )
+
+// QueuedTries is how many tries of Acquire wait for this process's next
+// round trip to Redis.
+func (q *Redis) QueuedTries() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.tries)
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -44,10 +45,13 @@ type RedisConfig struct {
 //
 // A caller that finds the quota full waits in line, in Redis, and sleeps: the
 // release (or renewal, or try) that frees a slot gives it to the first in
-// line and wakes that caller through a channel its process listens to
+// line and wakes that caller: through a channel its process listens to, or,
+// when the slot comes free in its own process, in the script's answer
 // (grantLua in scripts.go). It tries again by itself only when the first
 // lease would expire, and every Poll as a safety net. TryAcquire (a hedge)
-// never passes a caller waiting in line, in any process.
+// never passes a caller waiting in line, in any process. A process's tries and
+// releases go to Redis together: those that come while one round trip is
+// under way go in the next, one script for them all (send).
 //
 // When Redis cannot be reached, Acquire and Wait fail with ErrUnavailable
 // (closed, never open); the next call after Redis is back succeeds again.
@@ -61,7 +65,7 @@ type Redis struct {
 	opTimeout time.Duration
 	prefix    string
 	leases    string        // sorted set of leases
-	waiting   string        // sorted set of places in line, by expiry (acquireScript): hedges respect it
+	waiting   string        // sorted set of places in line, by expiry (leaseScript): hedges respect it
 	line      string        // sorted set of the same callers, in the order they came
 	wake      *redis.PubSub // this process's wake-ups: ids granted a lease while they waited
 	epoch     string        // which incarnation of the store (scripts.go)
@@ -81,9 +85,10 @@ type Redis struct {
 	rates    sync.WaitGroup
 
 	renewing sync.Mutex     // held while a renewal runs: a release's removal waits for it (Release)
-	releases sync.WaitGroup // lease removals under way (Release); Close waits for them
-	giving   []string       // ids to give back (Release, leaveLine), under mu; giveBack sends them
-	sending  bool           // a giveBack runs, under mu: it also sends the ids given meanwhile
+	releases sync.WaitGroup // send under way; Close waits for it
+	giving   []string       // ids to give back (Release, leaveLine), under mu; send sends them
+	tries    []*tryCall     // Acquire's tries for the next round trip, under mu
+	sending  bool           // send runs, under mu: it also sends what comes meanwhile
 	stop     chan struct{}
 	stopped  chan struct{}
 	woke     chan struct{} // closed when wakeLoop has ended
@@ -141,7 +146,7 @@ func NewRedis(rdb Client, cfg RedisConfig) (*Redis, error) {
 
 // learnEpoch reads which incarnation of the store this is, if there is one
 // and Redis answers: a process that knows it can tell, later, that the store
-// restarted empty (acquireScript). Best effort; never creates the epoch.
+// restarted empty (leaseScript). Best effort; never creates the epoch.
 func (q *Redis) learnEpoch() {
 	ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
 	defer cancel()
@@ -225,10 +230,15 @@ func (q *Redis) Acquire(ctx context.Context) error {
 }
 
 // TryAcquire takes a lease if the quota has room now and no caller of
-// Acquire, in any process, is waiting in line for one (one round trip, no
-// polling), and reports whether it did; the lease is renewed until Release.
+// Acquire, in any process, is waiting in line for one (one try, in this
+// process's next round trip; no polling), and reports whether it did; the
+// lease is renewed until Release.
 func (q *Redis) TryAcquire(ctx context.Context) (bool, error) {
-	ok, _, err := q.tryAcquire(ctx, q.newID(), false)
+	id := q.newID()
+	ok, _, err := q.tryAcquire(ctx, id, false)
+	if err != nil && callerGone(ctx) != nil {
+		q.leaveLine(id) // the try may have run: a lease it took goes back
+	}
 	return ok, err
 }
 
@@ -284,20 +294,25 @@ func (q *Redis) wakeLoop() {
 			}
 			continue
 		}
-		id := msg.Payload
 		q.mu.Lock()
-		ch, waiting := q.waiters[id]
-		_, held := q.held[id]
+		q.wakeLocked(msg.Payload)
 		q.mu.Unlock()
-		switch {
-		case waiting:
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		case !held:
-			q.leaveLine(id)
+	}
+}
+
+// wakeLocked wakes the caller of Acquire waiting for lease id, granted
+// while it waited; a lease granted to a caller no longer waiting (it gave
+// up) is given back at once. The caller holds mu.
+func (q *Redis) wakeLocked(id string) {
+	if ch, waiting := q.waiters[id]; waiting {
+		select {
+		case ch <- struct{}{}:
+		default:
 		}
+		return
+	}
+	if _, held := q.held[id]; !held {
+		q.giveLocked(id)
 	}
 }
 
@@ -311,85 +326,189 @@ func (q *Redis) leaveLine(id string) {
 	q.giveLocked(id)
 }
 
-// giveLocked queues id to be given back, and starts giveBack unless one
-// runs (it will send id too). The caller holds mu. After Close it does
-// nothing: the lease, or the place, expires by itself within the TTL.
+// giveLocked queues id to be given back in the next round trip (send).
+// The caller holds mu. After Close it does nothing: the lease, or the
+// place, expires by itself within the TTL.
 func (q *Redis) giveLocked(id string) {
 	if q.closed {
 		return
 	}
 	q.giving = append(q.giving, id)
+	q.sendLocked()
+}
+
+// sendLocked starts send unless it runs (it will send what was queued
+// too). The caller holds mu.
+func (q *Redis) sendLocked() {
 	if q.sending {
 		return
 	}
 	q.sending = true
 	q.releases.Add(1) // before Close can wait: it sets closed under mu
-	go q.giveBack()
+	go q.send()
 }
 
-// giveBack runs releaseScript for the ids queued to be given back, in one
-// round trip, until none is left: the releases that come while one round
-// trip is under way go together in the next, so under contention a
-// release costs Redis and this process a fraction of a round trip. Each
-// lease, or place in line, is given back and the free slots go to the first
-// in line. It runs after any renewal in flight (which might otherwise add
-// a lease back).
-func (q *Redis) giveBack() {
+// send runs leaseScript for the ids queued to be given back and the tries
+// queued, in one round trip bounded by OpTimeout, until none is left: what
+// comes while one round trip is under way goes in the next, so under
+// contention a try or a release costs Redis and this process a fraction of
+// a round trip. The ids go back first, and their slots to the first in
+// line; then each try, in the order they came, is admitted or takes its
+// place in line. The waiters of this process granted a slot are woken
+// from the answer. It runs after any renewal in flight (which might
+// otherwise add back a lease given back).
+func (q *Redis) send() {
 	defer q.releases.Done()
 	for {
 		q.mu.Lock()
-		ids := q.giving
-		q.giving = nil
-		if len(ids) == 0 {
+		ids, calls := q.giving, q.tries
+		q.giving, q.tries = nil, nil
+		if len(ids) == 0 && len(calls) == 0 {
 			q.sending = false
 			q.mu.Unlock()
 			return
 		}
+		for _, c := range calls {
+			c.sent = true
+		}
+		seen, closed := q.seen, q.closed
 		q.mu.Unlock()
-		q.renewing.Lock() // a renewal that read a lease before it left has ended
-		q.renewing.Unlock()
-		args := make([]any, 0, 2+len(ids))
-		args = append(args, q.limit, q.ttl.Milliseconds())
+		if closed { // Close waits for this round trip: no new lease now
+			for _, c := range calls {
+				c.answer <- tryAnswer{err: errClosed}
+			}
+			calls = nil
+		}
+		if len(ids) > 0 {
+			q.renewing.Lock() // a renewal that read a lease before it left has ended
+			q.renewing.Unlock()
+		}
+		args := make([]any, 0, 7+len(ids)+len(calls))
+		args = append(args, q.limit, q.ttl.Milliseconds(), seen, randomID(), q.placeInLine().Milliseconds(), q.owner, len(ids))
 		for _, id := range ids {
 			args = append(args, id)
 		}
+		for _, c := range calls {
+			mode := "try"
+			if c.wait {
+				mode = "wait"
+			}
+			args = append(args, c.id, mode)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
-		releaseScript.Run(ctx, q.rdb, []string{q.leases, q.epoch, q.waiting, q.line}, args...)
+		res, err := leaseScript.Run(ctx, q.rdb, []string{q.leases, q.epoch, q.waiting, q.line}, args...).Slice()
 		cancel()
+		if err == nil && len(res) != 4 {
+			err = fmt.Errorf("the lease script answered %d values, want 4", len(res))
+		}
+		q.mu.Lock()
+		if err != nil {
+			for _, c := range calls {
+				c.answer <- tryAnswer{err: err}
+			}
+		} else {
+			q.answerLocked(calls, res)
+		}
+		q.mu.Unlock()
 	}
 }
 
-// tryAcquire runs acquireScript once: one round trip, atomic. wait says the
-// caller waits in line when refused (Acquire), and may not pass those who do
-// when it does not (TryAcquire). When refused it says how long until the
-// caller should try again if nothing wakes it.
-func (q *Redis) tryAcquire(ctx context.Context, id string, wait bool) (bool, time.Duration, error) {
-	q.mu.Lock()
-	seen, closed := q.seen, q.closed
-	q.mu.Unlock()
-	if closed {
-		return false, 0, fmt.Errorf("%w: the quota is closed", ErrUnavailable)
+// answerLocked gives each try its answer from leaseScript's, res, and
+// wakes this process's waiters granted a slot. The caller holds mu.
+func (q *Redis) answerLocked(calls []*tryCall, res []any) {
+	if epoch, _ := res[0].(string); epoch != "" {
+		q.seen = epoch
 	}
-	op, cancel := context.WithTimeout(ctx, q.opTimeout)
-	defer cancel()
-	mode := "try"
-	if wait {
-		mode = "wait"
+	admitted, _ := res[1].([]any)
+	retry, _ := res[2].(int64)
+	for i, c := range calls {
+		a := tryAnswer{retry: time.Duration(retry) * time.Millisecond}
+		if i < len(admitted) {
+			a.ok = admitted[i] == int64(1)
+		}
+		if a.ok && !c.gone { // one that gave up gives it back (Acquire)
+			q.held[c.id] = struct{}{}
+		}
+		c.answer <- a
 	}
-	res, err := acquireScript.Run(op, q.rdb, []string{q.leases, q.epoch, q.waiting, q.line},
-		q.limit, q.ttl.Milliseconds(), id, seen, randomID(), q.placeInLine().Milliseconds(), mode).Slice()
-	if err != nil {
-		return false, 0, q.unavailable(ctx, err)
+	mine, _ := res[3].([]any)
+	for _, id := range mine {
+		if id, ok := id.(string); ok {
+			q.wakeLocked(id)
+		}
 	}
-	admitted, epoch := res[0].(int64) == 1, res[1].(string)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.seen = epoch
-	if admitted {
-		q.held[id] = struct{}{}
-	}
-	return admitted, time.Duration(res[3].(int64)) * time.Millisecond, nil
 }
+
+// tryCall is a try of Acquire's, queued for the next round trip (send).
+type tryCall struct {
+	id     string
+	wait   bool           // Acquire's: it waits in line when refused; TryAcquire's never does
+	answer chan tryAnswer // buffered: send never waits for the caller
+	sent   bool           // in a round trip under way, under mu
+	gone   bool           // its caller stopped waiting for the answer, under mu
+}
+
+// tryAnswer is leaseScript's answer for one try, or the round trip's error.
+type tryAnswer struct {
+	ok    bool
+	retry time.Duration
+	err   error
+}
+
+// tryAcquire tries once to take lease id: admitted, or refused (in line,
+// when wait says the caller waits: Acquire; and may not pass those who do
+// when it does not: TryAcquire), with how long until the caller should try
+// again if nothing wakes it. The try goes
+// to Redis in this process's next round trip (send), with the other tries
+// and releases that come meanwhile, one atomic script; it waits for the
+// answer until ctx ends or its deadline passes. A try given up on may
+// still have been run: the caller leaves the line (Acquire).
+func (q *Redis) tryAcquire(ctx context.Context, id string, wait bool) (bool, time.Duration, error) {
+	c := &tryCall{id: id, wait: wait, answer: make(chan tryAnswer, 1)}
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false, 0, fmt.Errorf("%w: %w", ErrUnavailable, errClosed)
+	}
+	q.tries = append(q.tries, c)
+	q.sendLocked()
+	q.mu.Unlock()
+	deadline, stop := deadlineOf(ctx)
+	defer stop()
+	select {
+	case a := <-c.answer:
+		if a.err != nil {
+			return false, 0, q.unavailable(ctx, a.err)
+		}
+		return a.ok, a.retry, nil
+	case <-ctx.Done():
+	case <-deadline:
+	}
+	q.mu.Lock()
+	c.gone = true
+	if !c.sent {
+		q.tries = slices.DeleteFunc(q.tries, func(t *tryCall) bool { return t == c })
+	}
+	delete(q.held, id) // admitted as it gave up: Acquire gives it back
+	q.mu.Unlock()
+	return false, 0, callerGone(ctx)
+}
+
+// deadlineOf fires lateBy after ctx's deadline, never without one: a
+// context ends by itself at its deadline, and one that does not say so
+// (see callerGone) is given up on that much later. stop releases its timer.
+func deadlineOf(ctx context.Context) (<-chan time.Time, func() bool) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return nil, func() bool { return false }
+	}
+	t := time.NewTimer(time.Until(deadline) + lateBy)
+	return t.C, t.Stop
+}
+
+// lateBy is how long after its deadline a caller waits for a context that
+// has not ended by itself (deadlineOf).
+const lateBy = 50 * time.Millisecond
 
 // placeInLine is how long a waiter's place in line lasts unless its try or
 // its process's renewal (keepPlaces) pushes it on: a TTL, like a lease.
@@ -417,8 +536,8 @@ func (q *Redis) keepPlaces() {
 // Release gives back one of the leases this process holds (they are all
 // alike); it panics when none is held. It waits for nothing: the lease
 // leaves the held set at once, so no later renewal names it, and is removed
-// from Redis in the background (giveBack: with the other releases of this
-// process that come meanwhile, in one round trip), after any renewal in
+// from Redis in the background (send: with the other releases and tries of
+// this process that come meanwhile, in one round trip), after any renewal in
 // flight (which might otherwise add it back) and within OpTimeout; the slot
 // goes to the first caller in line, if any, and wakes it. A stalled Redis,
 // or a renewal stuck in one, never delays the caller's answer. If Redis
@@ -464,12 +583,12 @@ func (q *Redis) renew() {
 	q.renewing.Lock()
 	defer q.renewing.Unlock()
 	q.mu.Lock()
-	args := []any{q.limit, q.ttl.Milliseconds(), q.seen, randomID()}
+	args := []any{q.limit, q.ttl.Milliseconds(), q.seen, randomID(), q.owner}
 	for id := range q.held {
 		args = append(args, id)
 	}
 	q.mu.Unlock()
-	if len(args) == 4 {
+	if len(args) == 5 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
@@ -480,6 +599,12 @@ func (q *Redis) renew() {
 	}
 	q.mu.Lock()
 	q.seen = res[0].(string)
+	mine, _ := res[2].([]any)
+	for _, id := range mine {
+		if id, ok := id.(string); ok {
+			q.wakeLocked(id)
+		}
+	}
 	q.mu.Unlock()
 	q.lost.Add(res[1].(int64))
 }

@@ -12,62 +12,71 @@ import (
 //
 // A lease whose expiry is past now + TTL was never written by a script
 // (they write now + TTL at most): a score of +inf, or one written from a
-// clock far ahead. acquireScript and renewScript drop it with the expired
+// clock far ahead. leaseScript and renewScript drop it with the expired
 // ones, so no such member blocks a slot for longer than a TTL.
 
 // grantLua is the part of the lease scripts that wakes waiters: while a
 // slot is free, the first caller in line (KEYS[4], in the order they came)
 // whose place has not expired (KEYS[3]) is given a lease that expires with
 // its place, or within ttl ms if sooner (a live process renews both; a dead
-// one's lease goes when its place would have gone, within a TTL), and its
-// id is published on its process's channel, KEYS[4] .. ':' .. owner (an id
-// is "owner:n"), to which that process listens. A release, a
-// renewal or a try that finds a slot free (a lease given back, or expired:
-// its process died) so hands it to the waiter first in line, in the same
-// atomic step: no waiter polls, and no newcomer passes one. During the
-// grace after a restart, or with no epoch at all, it grants nothing.
-// except is the caller running the script, who learns from its answer.
+// one's lease goes when its place would have gone, within a TTL). A release,
+// a renewal or a try that finds a slot free (a lease given back, or
+// expired: its process died) so hands it to the waiter first in line, in
+// the same atomic step: no waiter polls, and no newcomer passes one. During
+// the grace after a restart, or with no epoch at all, it grants nothing.
+//
+// A waiter of another process is woken through that process's channel,
+// KEYS[4] .. ':' .. its owner (an id is "owner:n"), to which it listens; a
+// waiter of owner, the process running the script, is in grant's answer
+// (mine), and its process wakes it when the answer comes: no message.
 const grantLua = `
-local function grant(now, limit, ttl, except)
+local function grant(now, limit, ttl, owner, grace)
   redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
   local held = redis.call('ZCARD', KEYS[1])
-  local grace = redis.call('HGET', KEYS[2], 'grace')
-  if not grace or now < tonumber(grace) then
-    return held
+  local mine = {}
+  if not grace or now < grace then
+    return held, mine
   end
   while held < limit do
-    local first = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+    local first = redis.call('ZPOPMIN', KEYS[4])[1]
     if not first then
       break
     end
-    redis.call('ZREM', KEYS[4], first)
     local place = redis.call('ZSCORE', KEYS[3], first)
     if place then
       redis.call('ZREM', KEYS[3], first)
       redis.call('ZADD', KEYS[1], math.min(tonumber(place), now + ttl), first)
       held = held + 1
-      if first ~= except then
-        redis.call('PUBLISH', KEYS[4] .. ':' .. string.match(first, '^(.*):'), first)
+      local of = string.match(first, '^(.*):')
+      if of == owner then
+        mine[#mine + 1] = first
+      else
+        redis.call('PUBLISH', KEYS[4] .. ':' .. of, first)
       end
     end
   end
-  return held
+  return held, mine
 end
 `
 
-// acquireScript admits lease ARGV[3] if fewer than ARGV[1] unexpired leases
-// are held and nobody waits in line before it, with expiry = now + ARGV[2] ms.
+// leaseScript is one round trip of a process's lease work (Redis.send):
+// it gives back the leases, or the places in line, of the ids
+// ARGV[8 .. 7+ARGV[7]], hands the free slots to the first in line
+// (grantLua), then takes the tries ARGV[8+ARGV[7] ..] in the order they
+// came, each an id and "wait" for a caller that waits in line (Acquire) or
+// "try" for one that never does (TryAcquire: a hedge). A try is admitted,
+// with expiry = now + ARGV[2] ms, if fewer than ARGV[1] unexpired leases
+// are held and nobody waits in line before it.
 //
 // KEYS[1] the sorted set of leases (member: lease id, score: expiry in ms)
-// KEYS[2] the epoch hash: which incarnation of the store this is
+// KEYS[2] the epoch hash: which incarnation of the store this is, its
+// grace, and "seq", a count of the places taken in line
 // KEYS[3] the places in line (member: the lease id a caller waits for,
 // score: when its place expires, in ms)
-// KEYS[4] the line: the same callers in the order they came (score: Redis's
-// clock in µs when each first came)
-// ARGV[4] the epoch this client last saw ("" if none), ARGV[5] a fresh epoch id
-// ARGV[6] how long a waiter's place in line lasts unless it tries again, in ms
-// ARGV[7] "wait" for a caller that waits in line (Acquire), "try" for one
-// that never does (TryAcquire: a hedge)
+// KEYS[4] the line: the same callers in the order they came (score: seq)
+// ARGV[3] the epoch this client last saw ("" if none), ARGV[4] a fresh epoch id
+// ARGV[5] how long a waiter's place in line lasts unless it tries again, in ms
+// ARGV[6] the owner of the ids of the process running it
 //
 // A caller that waits and finds no room takes a place in line, which each of
 // its tries renews; a slot that comes free goes to the first in line
@@ -80,81 +89,83 @@ end
 // longer lists. For one TTL it admits no new lease, while the running calls
 // re-register theirs (renewScript), so a restart is never a burst.
 //
-// Returns {admitted 0|1, epoch, leases held, ms until the caller should try
-// again: the grace's end, or the first lease's expiry}.
-var acquireScript = redis.NewScript(grantLua + `
+// Returns {epoch ("" when there was no try), admitted 0|1 for each try, ms
+// until a refused try should try again: the grace's end, or the first
+// lease's expiry; the ids of owner granted a lease (mine)}.
+var leaseScript = redis.NewScript(grantLua + `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local limit, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
-local epoch = redis.call('HGET', KEYS[2], 'id')
-if not epoch then
-  local grace = 0
-  if ARGV[4] ~= '' then grace = now + ttl end
-  epoch = ARGV[5]
-  redis.call('HSET', KEYS[2], 'id', epoch, 'grace', grace)
-end
-local grace = tonumber(redis.call('HGET', KEYS[2], 'grace'))
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. (now + ttl), '+inf')
-local function admitted(held)
-  redis.call('ZREM', KEYS[3], ARGV[3])
-  redis.call('ZREM', KEYS[4], ARGV[3])
-  return {1, epoch, held, 0}
-end
-local waits = ARGV[7] == 'wait'
-local function refuse(retry)
-  if waits then
-    redis.call('ZADD', KEYS[3], now + tonumber(ARGV[6]), ARGV[3])
-    redis.call('ZADD', KEYS[4], 'NX', tonumber(t[1]) * 1000000 + tonumber(t[2]), ARGV[3])
-  end
-  return {0, epoch, redis.call('ZCARD', KEYS[1]), retry}
-end
-if redis.call('ZSCORE', KEYS[1], ARGV[3]) then
-  return admitted(redis.call('ZCARD', KEYS[1]))
-end
-if now < grace then
-  return refuse(grace - now)
-end
-local held = grant(now, limit, ttl, ARGV[3])
-if redis.call('ZSCORE', KEYS[1], ARGV[3]) then
-  return admitted(held)
-end
-if not waits and redis.call('ZCARD', KEYS[3]) > 0 then
-  return refuse(0)
-end
-if held < limit then
-  redis.call('ZADD', KEYS[1], now + ttl, ARGV[3])
-  return admitted(held + 1)
-end
-local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return refuse(math.max(1, tonumber(first[2]) - now))
-`)
-
-// releaseScript gives back leases ARGV[3..], or the places in line of
-// callers that stopped waiting for them (and the leases, if granted
-// meanwhile), and hands the free slots to the first in line (grantLua).
-// ARGV[1] is the limit, ARGV[2] the TTL in ms; same KEYS as acquireScript.
-var releaseScript = redis.NewScript(grantLua + `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-for i = 3, #ARGV do
+local limit, ttl, owner = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[6]
+local tries = 8 + tonumber(ARGV[7])
+for i = 8, tries - 1 do
   redis.call('ZREM', KEYS[1], ARGV[i])
   redis.call('ZREM', KEYS[3], ARGV[i])
   redis.call('ZREM', KEYS[4], ARGV[i])
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-grant(now, tonumber(ARGV[1]), tonumber(ARGV[2]), '')
-return 0
+if tries > #ARGV then
+  local _, mine = grant(now, limit, ttl, owner, tonumber(redis.call('HGET', KEYS[2], 'grace')))
+  return {'', {}, 0, mine}
+end
+local state = redis.call('HMGET', KEYS[2], 'id', 'grace', 'seq')
+local epoch, grace, seq = state[1], tonumber(state[2]), tonumber(state[3]) or 0
+if not epoch then
+  grace = 0
+  if ARGV[3] ~= '' then grace = now + ttl end
+  epoch = ARGV[4]
+  redis.call('HSET', KEYS[2], 'id', epoch, 'grace', grace)
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. (now + ttl), '+inf')
+local held, mine = grant(now, limit, ttl, owner, grace)
+local came = seq
+local admitted = {}
+for i = tries, #ARGV, 2 do
+  local id, waits = ARGV[i], ARGV[i + 1] == 'wait'
+  local ok = redis.call('ZSCORE', KEYS[1], id)
+  local passes = not waits and redis.call('ZCARD', KEYS[3]) > 0
+  if not ok and now >= grace and held < limit and not passes then
+    redis.call('ZADD', KEYS[1], now + ttl, id)
+    held = held + 1
+    ok = true
+  end
+  if ok then
+    redis.call('ZREM', KEYS[3], id)
+    redis.call('ZREM', KEYS[4], id)
+    admitted[#admitted + 1] = 1
+  else
+    if waits then
+      redis.call('ZADD', KEYS[3], now + tonumber(ARGV[5]), id)
+      came = came + 1
+      redis.call('ZADD', KEYS[4], 'NX', came, id)
+    end
+    admitted[#admitted + 1] = 0
+  end
+end
+if came ~= seq then
+  redis.call('HSET', KEYS[2], 'seq', came)
+end
+local retry = 0
+if now < grace then
+  retry = grace - now
+else
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if first[2] then
+    retry = math.max(1, tonumber(first[2]) - now)
+  end
+end
+return {epoch, admitted, retry, mine}
 `)
 
-// renewScript pushes the expiry of leases ARGV[5..] to now + ARGV[2] ms. A
+// renewScript pushes the expiry of leases ARGV[6..] to now + ARGV[2] ms. A
 // lease the store no longer lists (it restarted, or the lease expired while
 // Redis was out of reach) is added back if there is room; ARGV[1] is the limit.
-// Same KEYS and epoch rule as acquireScript (ARGV[3] seen, ARGV[4] fresh),
-// except that a renewing client has always seen an epoch. Leases it finds
-// expired (a process died) go to the first in line (grantLua).
+// Same KEYS and epoch rule as leaseScript (ARGV[3] seen, ARGV[4] fresh,
+// ARGV[5] owner), except that a renewing client has always seen an epoch.
+// Leases it finds expired (a process died) go to the first in line
+// (grantLua).
 //
-// Returns {epoch, leases that found no room}.
+// Returns {epoch, leases that found no room, the ids of owner granted a
+// lease}.
 var renewScript = redis.NewScript(grantLua + `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -167,15 +178,15 @@ end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. (now + ttl), '+inf')
 local lost = 0
-for i = 5, #ARGV do
+for i = 6, #ARGV do
   if redis.call('ZSCORE', KEYS[1], ARGV[i]) or redis.call('ZCARD', KEYS[1]) < limit then
     redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
   else
     lost = lost + 1
   end
 end
-grant(now, limit, ttl, '')
-return {epoch, lost}
+local _, mine = grant(now, limit, ttl, ARGV[5], tonumber(redis.call('HGET', KEYS[2], 'grace')))
+return {epoch, lost, mine}
 `)
 
 // placesScript renews the places in line ARGV[2..] (those still there) to
