@@ -46,6 +46,13 @@ type Config struct {
 	// QueueSize is what the limit grows by (times Smoothing) in a window
 	// whose latency stays at the baseline: 2.
 	QueueSize float64
+	// Allowed is a latency the caller can afford whatever the baseline: a
+	// window no slower than Allowed never shrinks the limit, and one slower
+	// shrinks it by Allowed/short, not by the baseline's gradient. For a
+	// limit on whole requests with a deadline (QuoteFlow's inbound limit),
+	// a queue its deadline allows is no reason to refuse work. 0: the
+	// baseline alone decides, as in Gradient2.
+	Allowed time.Duration
 }
 
 // Defaults of Config.
@@ -93,6 +100,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: Backoff must be in (0, 1) and Smoothing in (0, 1] (got %v, %v)", ErrConfig, c.Backoff, c.Smoothing)
 	case !(c.QueueSize >= 0 && c.QueueSize <= 1000):
 		return c, fmt.Errorf("%w: QueueSize must be in [0, 1000] (got %v)", ErrConfig, c.QueueSize)
+	case c.Allowed < 0:
+		return c, fmt.Errorf("%w: Allowed must not be negative (got %v)", ErrConfig, c.Allowed)
 	}
 	return c, nil
 }
@@ -232,7 +241,10 @@ func (l *Limit) step() bool {
 			st.Reason = "hold"
 			break
 		}
-		gradient := max(0.5, min(1, c.Tolerance*l.long/short))
+		// The most latency that is not a queue to shrink for: within the
+		// tolerance of the baseline, or what the caller can afford.
+		ceiling := max(c.Tolerance*l.long, float64(c.Allowed))
+		gradient := max(0.5, min(1, ceiling/short))
 		next := l.limit*gradient + c.QueueSize
 		if next < l.limit {
 			// A queue: every call waits in it now, so the limit takes the

@@ -76,6 +76,33 @@ func TestTheLimitFollowsTheLatencyGradient(t *testing.T) {
 	}
 }
 
+// With Allowed (a latency the caller can afford, QuoteFlow's inbound
+// limit: half a quote's budget), a window slower than the baseline's
+// tolerance but no slower than Allowed is no queue to shrink for: from 12
+// at 50 ms, windows at 100 ms (twice the baseline; without Allowed they
+// shrank it 9, 7, 6, ...) grow it on, 13, 14, 15; a window at 400 ms,
+// twice Allowed, takes it to 15 x 200/400 + 2 = 9.5, whole, as the
+// baseline's gradient would (15 x 0.5 + 2); a window at Allowed itself
+// grows it again, half-way to 11.5: 10.
+func TestAnAllowedLatencyIsNoQueue(t *testing.T) {
+	l := mustNew(t, Config{Allowed: 200 * time.Millisecond})
+	if got, want := busy(l, 50*time.Millisecond, 8), []int{5, 6, 7, 8, 9, 10, 11, 12}; !slices.Equal(got, want) {
+		t.Fatalf("at the baseline: %v, want %v", got, want)
+	}
+	if got, want := busy(l, 100*time.Millisecond, 3), []int{13, 14, 15}; !slices.Equal(got, want) {
+		t.Errorf("at twice the baseline, within Allowed: %v, want %v (grown: no queue the caller cannot afford)", got, want)
+	}
+	if got, want := busy(l, 400*time.Millisecond, 1), []int{9}; !slices.Equal(got, want) {
+		t.Errorf("at twice Allowed: %v, want %v (15 x 200/400 + 2 = 9.5)", got, want)
+	}
+	if h := l.History(); h[len(h)-1].Reason != "shrink" || h[len(h)-1].LongMs != 50 {
+		t.Errorf("the step at 400 ms: %+v, want shrink with the long average still 50 ms", h[len(h)-1])
+	}
+	if got, want := busy(l, 200*time.Millisecond, 1), []int{10}; !slices.Equal(got, want) {
+		t.Errorf("at 200 ms, Allowed itself: %v, want %v (half-way from 9.5 to 11.5)", got, want)
+	}
+}
+
 // A supplier that serves 8 calls at once at 50 ms and n > 8 in n/8 as
 // long: the limit settles where its latency is within the tolerance of the
 // baseline (8 x 1.25 + 2 = 12, give or take a window's step), not at its
@@ -174,6 +201,7 @@ func TestBadConfigsAreRefused(t *testing.T) {
 		{Min: -1}, {Min: 5, Max: 4}, {Initial: 30}, {Initial: 2, Min: 3}, {Window: -1}, {LongWindows: -2},
 		{Tolerance: 0.5}, {Tolerance: math.NaN()}, {Tolerance: math.Inf(1)}, {Backoff: 1}, {Backoff: -0.1},
 		{Backoff: math.NaN()}, {Smoothing: 1.5}, {Smoothing: math.NaN()}, {QueueSize: -1}, {QueueSize: math.Inf(1)},
+		{Allowed: -time.Millisecond},
 	} {
 		if _, err := New(c); !errors.Is(err, ErrConfig) {
 			t.Errorf("New(%+v): %v, want ErrConfig", c, err)

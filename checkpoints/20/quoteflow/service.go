@@ -97,7 +97,8 @@ type Config struct {
 	// (package adaptive), with a line of waiters SupplierQueue (probes,
 	// then single quotes, then basket lines, which leave the top
 	// SupplierQueue.Kept of the limit to the others: 0 is
-	// adaptive.DefaultKept, a quarter; negative none); the shared outbound
+	// adaptive.DefaultKept, a quarter; negative none; a call waits at most
+	// SupplierQueue.Target, 0: half the Budget); the shared outbound
 	// limit then bounds all suppliers together at OutboundLimit, or 3 x Max
 	// when that is 0. Nil: one fixed outbound limit, as in lesson 19.
 	Adaptive      *adaptive.Config
