@@ -47,11 +47,11 @@ type Config struct {
 	// whose latency stays at the baseline: 2.
 	QueueSize float64
 	// Allowed is a latency the caller can afford whatever the baseline: a
-	// window no slower than Allowed never shrinks the limit, and one slower
-	// shrinks it by Allowed/short, not by the baseline's gradient. For a
+	// window whose every call came back within Allowed never shrinks the
+	// limit; once one is slower, the baseline's gradient decides. For a
 	// limit on whole requests with a deadline (QuoteFlow's inbound limit),
-	// a queue its deadline allows is no reason to refuse work. 0: the
-	// baseline alone decides, as in Gradient2.
+	// a queue every request's deadline allows is no reason to refuse work.
+	// 0: the baseline alone decides, as in Gradient2.
 	Allowed time.Duration
 }
 
@@ -142,7 +142,8 @@ type Limit struct {
 	limit   float64
 	long    float64 // ns; 0 before the first window
 	sum     time.Duration
-	n       int // samples in the window
+	slowest time.Duration // the window's slowest answered call
+	n       int           // samples in the window
 	drops   int
 	busiest int // the most calls in flight any sample of the window saw
 	history []Step
@@ -197,6 +198,7 @@ func (l *Limit) Sample(rtt time.Duration, inFlight int, o Outcome) {
 		l.drops++
 	} else {
 		l.sum += rtt
+		l.slowest = max(l.slowest, rtt)
 	}
 	moved := false
 	if l.n >= l.cfg.Window {
@@ -241,10 +243,12 @@ func (l *Limit) step() bool {
 			st.Reason = "hold"
 			break
 		}
-		// The most latency that is not a queue to shrink for: within the
-		// tolerance of the baseline, or what the caller can afford.
-		ceiling := max(c.Tolerance*l.long, float64(c.Allowed))
-		gradient := max(0.5, min(1, ceiling/short))
+		gradient := max(0.5, min(1, c.Tolerance*l.long/short))
+		if c.Allowed > 0 && l.slowest <= c.Allowed {
+			// Every call within what the caller can afford: a queue, perhaps,
+			// but one its deadline allows.
+			gradient = 1
+		}
 		next := l.limit*gradient + c.QueueSize
 		if next < l.limit {
 			// A queue: every call waits in it now, so the limit takes the
@@ -264,7 +268,7 @@ func (l *Limit) step() bool {
 	if len(l.history) > HistorySize {
 		l.history = append(l.history[:0], l.history[len(l.history)-HistorySize:]...)
 	}
-	l.sum, l.n, l.drops, l.busiest = 0, 0, 0, 0
+	l.sum, l.slowest, l.n, l.drops, l.busiest = 0, 0, 0, 0, 0
 	return st.Limit != before
 }
 

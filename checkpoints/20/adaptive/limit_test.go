@@ -77,13 +77,14 @@ func TestTheLimitFollowsTheLatencyGradient(t *testing.T) {
 }
 
 // With Allowed (a latency the caller can afford, QuoteFlow's inbound
-// limit: half a quote's budget), a window slower than the baseline's
-// tolerance but no slower than Allowed is no queue to shrink for: from 12
-// at 50 ms, windows at 100 ms (twice the baseline; without Allowed they
-// shrank it 9, 7, 6, ...) grow it on, 13, 14, 15; a window at 400 ms,
-// twice Allowed, takes it to 15 x 200/400 + 2 = 9.5, whole, as the
-// baseline's gradient would (15 x 0.5 + 2); a window at Allowed itself
-// grows it again, half-way to 11.5: 10.
+// limit: half a quote's budget), a window whose every call came back
+// within Allowed is no queue to shrink for: from 12 at 50 ms, windows at
+// 100 ms (twice the baseline; without Allowed they shrank it 9, 7, 6, ...)
+// grow it on, 13, 14, 15. One call slower than Allowed and the baseline's
+// gradient decides, whatever the mean: nine calls at 100 ms and one at
+// 300 ms (a mean of 120 ms, under Allowed) take it to 15 x 62.5/120 + 2 =
+// 9.8 at once; a window at 400 ms to 9.8 x 0.5 + 2 = 6.9; a window at
+// Allowed itself grows it again, half-way to 8.9: 7.
 func TestAnAllowedLatencyIsNoQueue(t *testing.T) {
 	l := mustNew(t, Config{Allowed: 200 * time.Millisecond})
 	if got, want := busy(l, 50*time.Millisecond, 8), []int{5, 6, 7, 8, 9, 10, 11, 12}; !slices.Equal(got, want) {
@@ -92,14 +93,24 @@ func TestAnAllowedLatencyIsNoQueue(t *testing.T) {
 	if got, want := busy(l, 100*time.Millisecond, 3), []int{13, 14, 15}; !slices.Equal(got, want) {
 		t.Errorf("at twice the baseline, within Allowed: %v, want %v (grown: no queue the caller cannot afford)", got, want)
 	}
-	if got, want := busy(l, 400*time.Millisecond, 1), []int{9}; !slices.Equal(got, want) {
-		t.Errorf("at twice Allowed: %v, want %v (15 x 200/400 + 2 = 9.5)", got, want)
+	for i := range l.Config().Window {
+		rtt := 100 * time.Millisecond
+		if i == 0 {
+			rtt = 300 * time.Millisecond
+		}
+		l.Sample(rtt, l.Current(), Success)
+	}
+	if got := l.Current(); got != 9 {
+		t.Errorf("nine calls at 100 ms and one at 300 ms: %d, want 9 (15 x 62.5/120 + 2 = 9.8: one call past Allowed)", got)
+	}
+	if got, want := busy(l, 400*time.Millisecond, 1), []int{6}; !slices.Equal(got, want) {
+		t.Errorf("at twice Allowed: %v, want %v (9.8 x 0.5 + 2 = 6.9)", got, want)
 	}
 	if h := l.History(); h[len(h)-1].Reason != "shrink" || h[len(h)-1].LongMs != 50 {
 		t.Errorf("the step at 400 ms: %+v, want shrink with the long average still 50 ms", h[len(h)-1])
 	}
-	if got, want := busy(l, 200*time.Millisecond, 1), []int{10}; !slices.Equal(got, want) {
-		t.Errorf("at 200 ms, Allowed itself: %v, want %v (half-way from 9.5 to 11.5)", got, want)
+	if got, want := busy(l, 200*time.Millisecond, 1), []int{7}; !slices.Equal(got, want) {
+		t.Errorf("at 200 ms, Allowed itself: %v, want %v (half-way from 6.9 to 8.9)", got, want)
 	}
 }
 

@@ -65,12 +65,15 @@ func (s *Service) setLimits(cfg Config) error {
 			return err
 		}
 		sq := cfg.SupplierQueue
-		sq.Reserve = s.minAttempt // a call let through must still have the floor left
 		// A call in a supplier's line belongs to a request already let in:
 		// shed it and the request's other calls were made for nothing, so
 		// it waits up to half the budget (the door is where requests are
-		// shed early, at the inbound line's target).
+		// shed early, at the inbound line's target), and only while half
+		// the budget is left: the time a call needs, with the queue inside
+		// the supplier its limit allows. Let through later, it times out,
+		// and a timeout halves the supplier's limit.
 		sq.Target = cmp.Or(sq.Target, s.budget/2)
+		sq.Reserve = max(s.minAttempt, s.budget/2)
 		if sq.Kept == 0 {
 			sq.Kept = adaptive.DefaultKept // basket lines leave a quarter to single quotes and probes
 		}

@@ -232,7 +232,7 @@ func TestTheInboundLimitAdaptsToWholeQuotes(t *testing.T) {
 // one at 700 ms. The inbound limit holds 6 through the 150 ms rounds (a
 // quote in 150 ms of its 800 ms waited in a queue its deadline allows; by
 // the baseline's gradient it shrank to 5 at once) and shrinks at 700 ms,
-// past half the budget: 6 x 400/700 + 2 = 5.4, so 5. Before, the inbound
+// past half the budget, as the baseline's gradient says: 6 x 0.5 + 2 = 5. Before, the inbound
 // limit read the suppliers' queues as its own and refused quotes that
 // would have been answered in time (lab load --rates, lesson 20: 2-3 %
 // below a fixed 24 from 80 quotes a second on).
@@ -321,7 +321,13 @@ func TestThePoolIsAtLeastTheOutboundLimit(t *testing.T) {
 		want int
 	}{
 		{"fixed, as lesson 19", Config{}, DefaultPoolSize},
-		{"adaptive, 3 x 24", Config{Adaptive: &adaptive.Config{}}, 3 * adaptive.DefaultMax},
+		// Every supplier's limit at its maximum and its full line: the
+		// shared limit never binds before the suppliers' lines, which serve
+		// single quotes first (at 3 x 24, 72, lab demo 20 priority's
+		// quotes waited for it behind basket lines, first come first
+		// served, past their deadline).
+		{"adaptive, 3 x (24 + 16)", Config{Adaptive: &adaptive.Config{}}, 3 * (adaptive.DefaultMax + adaptive.DefaultQueueMax)},
+		{"adaptive, a line of 4", Config{Adaptive: &adaptive.Config{Max: 10}, SupplierQueue: adaptive.Queue{Max: 4}}, 3 * (10 + 4)},
 		{"adaptive, --outbound 40", Config{Adaptive: &adaptive.Config{}, OutboundLimit: 40}, 40},
 		{"adaptive, a pool set", Config{Adaptive: &adaptive.Config{}, PoolSize: 10}, 10},
 	} {
