@@ -9,6 +9,7 @@ require (
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
+	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/redis/go-redis/v9 v9.23.0
 	go.etcd.io/bbolt v1.4.3
 	golang.org/x/sync v0.25.0

@@ -193,20 +193,11 @@ func (e *Env) Build(ctx context.Context, lesson int, mutant string) (string, err
 	}
 	overlay := ""
 	if mutant != "" {
-		vs, err := check.Load(e.Root, l.Checks(), l.Exercise())
+		v, err := check.Find(e.Root, l, check.All, mutant)
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("%s: %w", l.Checks(), err)
 		}
-		var found *check.Check
-		for i := range vs {
-			if vs[i].Name == mutant {
-				found = &vs[i]
-			}
-		}
-		if found == nil {
-			return "", fmt.Errorf("no check %s in %s", mutant, l.Checks())
-		}
-		if overlay, err = check.WriteOverlay(e.Root, filepath.Join(e.Dir, "overlay-"+mutant), *found); err != nil {
+		if overlay, err = check.WriteOverlay(e.Root, filepath.Join(e.Dir, "overlay-"+mutant), v); err != nil {
 			return "", err
 		}
 	}

@@ -118,7 +118,9 @@ func RequestLog(ctx context.Context, prov, id string) (provider.RequestStats, er
 }
 
 // Stats reads the provider's /stats.
-func Stats(ctx context.Context, prov string) (load.Stats, error) { return load.ReadStats(ctx, prov) }
+func Stats(ctx context.Context, prov string) (provider.Stats, error) {
+	return load.ReadStats(ctx, prov)
+}
 
 // Pause waits d or until ctx ends.
 func Pause(ctx context.Context, d time.Duration) error {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -218,13 +219,16 @@ func (p *Program) build(ctx context.Context) (string, error) {
 // buildWith builds the grader into dir. A binary there that is not the one
 // it last built (a tool of an answer can write into the cache) is removed
 // first: go build would take one that carries the right build ID as up to
-// date.
+// date. What else such a tool left there, and any file beside the grader's
+// folder (the exercise's cache folder holds folders only: builds), goes
+// too.
 func (p *Program) buildWith(ctx context.Context, dir string, key []byte) (string, error) {
 	bin := filepath.Join(dir, runner.Exe(path.Base(p.Dir)))
 	seal := bin + ".seal"
 	want, ok := sealOf(key, bin)
 	if got, err := os.ReadFile(seal); !ok || err != nil || !hmac.Equal(got, want) {
 		os.Remove(bin)
+		removeStrays(dir, filepath.Base(bin), filepath.Base(seal), graderKey)
 	}
 	res := runner.Build(ctx, p.req.Root, "", bin, "./"+p.Dir)
 	if !res.OK() {
@@ -234,6 +238,26 @@ func (p *Program) buildWith(ctx context.Context, dir string, key []byte) (string
 		_ = os.WriteFile(seal, sum, 0o644)
 	}
 	return bin, nil
+}
+
+// removeStrays removes every entry of dir but the names kept, and every
+// file (not a folder) of dir's parent.
+func removeStrays(dir string, keep ...string) {
+	if entries, err := os.ReadDir(dir); err == nil {
+		for _, e := range entries {
+			if !slices.Contains(keep, e.Name()) {
+				os.RemoveAll(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	parent := filepath.Dir(dir)
+	if entries, err := os.ReadDir(parent); err == nil {
+		for _, e := range entries {
+			if !e.IsDir() {
+				os.Remove(filepath.Join(parent, e.Name()))
+			}
+		}
+	}
 }
 
 // sealOf is the HMAC under key of the file bin's content.

@@ -224,7 +224,21 @@ func TestProgramRunsTheGraderLabBuilt(t *testing.T) {
 	if err := os.WriteFile(bin, patched, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// It also keeps the real grader beside it and leaves a marker beside
+	// the grader's folder: both go when lab builds the grader again.
+	real := filepath.Join(filepath.Dir(bin), ".grader.real")
+	marker := filepath.Join(cache, "E15", "marker")
+	os.WriteFile(real, data, 0o755)
+	os.WriteFile(marker, []byte("1\n"), 0o644)
 	if r := check(); r.Verdict != report.Failed {
 		t.Fatalf("the grader patched in the cache ran: verdict %s", r.Verdict)
+	}
+	for _, stray := range []string{real, marker} {
+		if _, err := os.Stat(stray); err == nil {
+			t.Errorf("%s, left by a swap of the grader, is still in the cache after lab built the grader again", stray)
+		}
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Errorf("the grader is gone: %v", err)
 	}
 }

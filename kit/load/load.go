@@ -27,6 +27,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"quoteflowlab.dev/kit/api"
+	"quoteflowlab.dev/provider"
 )
 
 // Config is one run.
@@ -151,22 +152,9 @@ type ProviderDiff struct {
 	ActiveAfter  int64            `json:"active_after"` // calls still running at the supplier when the run ended
 }
 
-// Stats is the part of the provider lab's /stats this package reads.
-type Stats struct {
-	Total        int64            `json:"total"`
-	Active       int64            `json:"active"`
-	MaxActive    int64            `json:"max_active"`
-	PerSupplier  map[string]int64 `json:"per_supplier"`
-	PerStatus    map[string]int64 `json:"per_status"`
-	Abandoned    int64            `json:"abandoned"`
-	ClientGone   int64            `json:"client_gone"`
-	RateLimited  int64            `json:"rate_limited"`
-	EarlyRetries int64            `json:"early_retries"`
-}
-
 // ReadStats fetches base/stats.
-func ReadStats(ctx context.Context, base string) (Stats, error) {
-	var s Stats
+func ReadStats(ctx context.Context, base string) (provider.Stats, error) {
+	var s provider.Stats
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/stats", nil)
@@ -206,7 +194,7 @@ func ResetStats(ctx context.Context, base string) error {
 }
 
 // Diff is after minus before; maxActive is the peak to report.
-func Diff(before, after Stats, maxActive int64, how string) *ProviderDiff {
+func Diff(before, after provider.Stats, maxActive int64, how string) *ProviderDiff {
 	d := &ProviderDiff{
 		Calls:        after.Total - before.Total,
 		PerSupplier:  map[string]int64{},
@@ -219,8 +207,12 @@ func Diff(before, after Stats, maxActive int64, how string) *ProviderDiff {
 		Abandoned:    after.Abandoned - before.Abandoned,
 		ActiveAfter:  after.Active,
 	}
-	for k, v := range after.PerSupplier {
-		if n := v - before.PerSupplier[k]; n != 0 {
+	for k, n := range map[string]int64{
+		"atlas":  after.PerSupplier.Atlas - before.PerSupplier.Atlas,
+		"boreal": after.PerSupplier.Boreal - before.PerSupplier.Boreal,
+		"cedar":  after.PerSupplier.Cedar - before.PerSupplier.Cedar,
+	} {
+		if n != 0 {
 			d.PerSupplier[k] = n
 		}
 	}
@@ -338,7 +330,7 @@ func Run(ctx context.Context, c Config) (Report, error) {
 		r.Request = fmt.Sprintf("basket of %d lines", c.Lines)
 	}
 
-	var before Stats
+	var before provider.Stats
 	how := "sampled every 20 ms during the run"
 	if c.Provider != "" {
 		if c.Reset {

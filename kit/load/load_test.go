@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"quoteflowlab.dev/provider"
 )
 
 // fakeQuoteFlow answers every quote after 20 ms with boreal failed
@@ -42,7 +44,7 @@ func fakeProvider(calls *atomic.Int64) *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
-		json.NewEncoder(w).Encode(Stats{Total: calls.Load(), PerSupplier: map[string]int64{"boreal": calls.Load() / 3}, RateLimited: calls.Load() / 3})
+		json.NewEncoder(w).Encode(provider.Stats{Total: calls.Load(), PerSupplier: provider.PerSupplier{Boreal: calls.Load() / 3}, RateLimited: calls.Load() / 3})
 	}))
 }
 

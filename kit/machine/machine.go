@@ -25,8 +25,11 @@ import (
 const tick = 10 * time.Millisecond
 
 // BusyLagP99 is the threshold for Busy: a 10 ms timer that fires 25 ms
-// late in one sample of a hundred means the machine cannot keep the
+// late for one hundredth of the time means the machine cannot keep the
 // tens-of-milliseconds promises that the course's timed checks rely on.
+// The share is of wall time, not of samples: a timer held back 240 ms is
+// one sample, but 240 ms during which the machine ran nothing of the lab,
+// and a timed check running then missed its bound by as much (summarize).
 // The CPU pressure is reported but does not decide: it is machine-wide, and
 // a loaded machine can still serve an answer that mostly waits promptly.
 // What held a child back is measured on the child itself (runner's Starved).
@@ -43,7 +46,10 @@ const (
 
 // HeldBack reports whether a run of this wall time, starved this much (the
 // share of its wall time its threads waited for a CPU; negative: not
-// measured), was held back too much for its timing to mean anything.
+// measured), was held back too much for its timing to mean anything. Ask it
+// of the whole run and of its worst runner.StarvedWindow (Result.StarvedPeak):
+// a stall of a few hundred milliseconds that a long run's share hides still
+// makes a check timed in hundreds of milliseconds miss.
 func (m *Monitor) HeldBack(starved float64, elapsed time.Duration) bool {
 	return starved >= StarvedBusy && time.Duration(starved*float64(elapsed)) >= StarvedAtLeast
 }
@@ -129,7 +135,22 @@ func summarize(lags []time.Duration, stall []sample) report.Machine {
 	}
 	s := slices.Clone(lags)
 	slices.Sort(s)
-	at := func(q float64) time.Duration { return s[min(int(q*float64(len(s))), len(s)-1)] }
+	// Each sample stands for the wall time it covers, its tick and its lag:
+	// the quantiles are of time, so one long stall weighs as the many
+	// ticks that could not fire during it.
+	var total time.Duration
+	for _, l := range s {
+		total += tick + l
+	}
+	at := func(q float64) time.Duration {
+		var sum time.Duration
+		for _, l := range s {
+			if sum += tick + l; float64(sum) > q*float64(total) {
+				return l
+			}
+		}
+		return s[len(s)-1]
+	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	m := report.Machine{LagP50MS: ms(at(0.5)), LagP99MS: ms(at(0.99)), LagMaxMS: ms(s[len(s)-1])}
 	if len(stall) >= 2 {

@@ -37,7 +37,7 @@ func (r *Report) WriteText(w io.Writer) {
 			if i == 0 {
 				fmt.Fprintf(w, "%s%s\n", note, line)
 			} else {
-				fmt.Fprintf(w, "%s%s\n", strings.Repeat(" ", width(note)), line)
+				fmt.Fprintf(w, "%s%s\n", strings.Repeat(" ", Columns(note)), line)
 			}
 		}
 	}
@@ -288,7 +288,7 @@ func wrap(text string, width int) []string {
 		switch {
 		case line == "":
 			line = word
-		case columns(line)+1+columns(word) <= width:
+		case Columns(line)+1+Columns(word) <= width:
 			line += " " + word
 		case hasWide(line) || hasWide(word):
 			line += " " + word // broken below, between two characters
@@ -296,7 +296,7 @@ func wrap(text string, width int) []string {
 			lines = append(lines, line)
 			line = word
 		}
-		for columns(line) > width {
+		for Columns(line) > width {
 			cut := cjkCut(line, width)
 			if cut <= 0 {
 				break
@@ -333,8 +333,8 @@ func cjkCut(s string, width int) int {
 	return 0
 }
 
-// columns is how many terminal columns s takes.
-func columns(s string) int {
+// Columns is how many terminal columns s takes: a CJK character takes two.
+func Columns(s string) int {
 	n := 0
 	for _, r := range s {
 		n += runeCols(r)
@@ -357,12 +357,12 @@ func Wide(r rune) bool {
 }
 
 // width is columns, for a prefix.
-func width(s string) int { return columns(s) }
+func width(s string) int { return Columns(s) }
 
 // Pad fills s with spaces to n columns, as %-*s does for text of
 // one-column characters.
 func Pad(s string, n int) string {
-	if c := columns(s); c < n {
+	if c := Columns(s); c < n {
 		return s + strings.Repeat(" ", n-c)
 	}
 	return s

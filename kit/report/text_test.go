@@ -22,11 +22,11 @@ func TestWrap(t *testing.T) {
 		t.Fatalf("Chinese not wrapped: %q", lines)
 	}
 	for i, l := range lines {
-		if i < len(lines)-1 && columns(l) < 60 {
-			t.Errorf("%q is %d columns wide: a line is filled before the next begins", l, columns(l))
+		if i < len(lines)-1 && Columns(l) < 60 {
+			t.Errorf("%q is %d columns wide: a line is filled before the next begins", l, Columns(l))
 		}
-		if columns(l) > 70 {
-			t.Errorf("%q is %d columns wide, want at most 70", l, columns(l))
+		if Columns(l) > 70 {
+			t.Errorf("%q is %d columns wide, want at most 70", l, Columns(l))
 		}
 		if strings.HasPrefix(l, "，") || strings.HasPrefix(l, "。") || strings.HasPrefix(l, "）") {
 			t.Errorf("%q starts with closing punctuation", l)

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -71,6 +72,10 @@ type Result struct {
 	// mostly waits on timers and sockets is woken promptly even on a loaded
 	// machine; one that needs the CPU gets only a share of it.
 	Starved float64
+	// StarvedPeak is Starved over the StarvedWindow (or the whole run, if
+	// shorter) in which the threads waited most: a stall of a few hundred
+	// milliseconds that a long run's share hides (-1 where not measured).
+	StarvedPeak float64
 	// Orphans is how many processes the child left running when it
 	// exited, in any process group or session, all killed after it (Linux,
 	// once BecomeSubreaper was called, counts every one: those still in its
@@ -199,7 +204,7 @@ func Run(ctx context.Context, c Cmd) (res Result) {
 	}()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	starve := func() (time.Duration, bool) { return 0, false }
+	starve := func() (time.Duration, time.Duration, bool) { return 0, 0, false }
 	if !c.Unmeasured {
 		starve = watchStarvation(cmd.Process.Pid)
 	}
@@ -219,9 +224,10 @@ func Run(ctx context.Context, c Cmd) (res Result) {
 		defer func() { res.Computing = computing || !known && res.CPU > res.Elapsed/2 }()
 		err = <-done
 	}
-	res = Result{ExitCode: -1, Output: out.String(), Elapsed: time.Since(began), Starved: -1}
-	if w, ok := starve(); ok && res.Elapsed > 0 {
+	res = Result{ExitCode: -1, Output: out.String(), Elapsed: time.Since(began), Starved: -1, StarvedPeak: -1}
+	if w, peak, ok := starve(); ok && res.Elapsed > 0 {
 		res.Starved = float64(w) / float64(res.Elapsed)
+		res.StarvedPeak = float64(peak) / float64(min(res.Elapsed, StarvedWindow))
 	}
 	res.HeldOpen = errors.Is(err, exec.ErrWaitDelay)
 	if ps := cmd.ProcessState; ps != nil {
@@ -264,7 +270,38 @@ func GoCommand() string {
 const BuildTimeout = 10 * time.Minute
 
 // buildFlags are every build's flags (see Build).
-var buildFlags = []string{"-trimpath", "-gcflags=-l", "-ldflags=-s -w"}
+var buildFlags = func() []string {
+	flags := []string{"-gcflags=-l", "-ldflags=-s -w"}
+	if Trimpath() {
+		flags = append([]string{"-trimpath"}, flags...)
+	}
+	return flags
+}()
+
+// Trimpath reports whether this program was built with -trimpath; every
+// build it starts is built the same way. -trimpath is part of each
+// package's key in the Go build cache, the standard library's included: a
+// build with it and one without compile everything twice. A lab built by
+// `go run ./lab` (or a test binary of plain `go test ./...`) therefore
+// builds without it, and shares every package its own build compiled; built
+// with GOFLAGS=-trimpath (as CI builds), it builds with it.
+func Trimpath() bool {
+	trimpathOnce.Do(func() {
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			for _, s := range bi.Settings {
+				if s.Key == "-trimpath" {
+					trimpath = s.Value == "true"
+				}
+			}
+		}
+	})
+	return trimpath
+}
+
+var (
+	trimpathOnce sync.Once
+	trimpath     bool
+)
 
 // buildEnv is what every build adds to the lab's environment.
 var buildEnv = []string{"GOWORK=off"}
@@ -282,10 +319,13 @@ func Build(ctx context.Context, dir, overlay, bin, pkg string) Result {
 	// 3.4 s of CPU with it, 2.0 s without); the answer's runs wait on
 	// sockets and timers, not on calls inlining would save.
 	//
-	// -trimpath: nothing built depends on where the course is, so the Go
-	// build cache serves a clone at another path (or a second clone) with
-	// what the first compiled: the checkpoints, the mutant schemata, the
-	// tools. Without it every package's directory is part of its cache key.
+	// -trimpath when this program was built with it (Trimpath): then
+	// nothing built depends on where the course is, and the Go build cache
+	// serves a clone at another path (or a second clone) with what the
+	// first compiled: the checkpoints, the mutant schemata, the tools.
+	// Without it each package's directory is part of its cache key, and the
+	// standard library and the modules are the ones `go run ./lab` (or `go
+	// test ./...`) compiled, not a second copy of each.
 	args := append([]string{"build"}, buildFlags...)
 	args = append(args, "-o", bin)
 	if overlay != "" {
@@ -392,24 +432,51 @@ func RemoveAll(path string) error {
 // sampleEvery is how often a running child's threads are sampled.
 const sampleEvery = 10 * time.Millisecond
 
+// StarvedWindow is the span over which Result.StarvedPeak is measured: a
+// stall this long is enough to make a check timed in hundreds of
+// milliseconds miss its bound, and a whole run's share can hide it.
+const StarvedWindow = 250 * time.Millisecond
+
 // watchStarvation samples pid's threads until the returned function is
-// called, which gives the total time they waited for a CPU. A thread's count only grows, so the last sample of
-// each is kept; a thread that ended between samples loses at most 10 ms.
-func watchStarvation(pid int) func() (time.Duration, bool) {
+// called, which gives the total time they waited for a CPU, and the most
+// they waited within any StarvedWindow. A thread's count only grows, so the
+// last sample of each is kept; a thread that ended between samples loses at
+// most 10 ms.
+func watchStarvation(pid int) func() (total, peak time.Duration, ok bool) {
+	type point struct {
+		at    time.Time
+		total time.Duration
+	}
 	var (
 		last    = map[string]time.Duration{} // the sampler's own until stopped
 		ok      bool
+		peak    time.Duration
 		quit    = make(chan struct{})
 		stopped = make(chan struct{})
 	)
+	sum := func() (total time.Duration) {
+		for _, d := range last {
+			total += d
+		}
+		return total
+	}
 	go func() {
 		defer close(stopped)
 		s := newWaitSampler(pid)
 		defer s.close()
 		t := time.NewTicker(sampleEvery)
 		defer t.Stop()
+		var window []point // the samples of the last StarvedWindow
 		for {
 			ok = s.sample(last) || ok
+			now := point{time.Now(), sum()}
+			for len(window) > 1 && now.at.Sub(window[1].at) >= StarvedWindow {
+				window = window[1:]
+			}
+			if len(window) > 0 {
+				peak = max(peak, now.total-window[0].total)
+			}
+			window = append(window, now)
 			select {
 			case <-quit:
 				return
@@ -417,14 +484,10 @@ func watchStarvation(pid int) func() (time.Duration, bool) {
 			}
 		}
 	}()
-	return func() (time.Duration, bool) {
+	return func() (time.Duration, time.Duration, bool) {
 		close(quit)
 		<-stopped
-		var total time.Duration
-		for _, d := range last {
-			total += d
-		}
-		return total, ok
+		return sum(), peak, ok
 	}
 }
 
@@ -474,7 +537,7 @@ func WatchStarvation(pid int) func() (starved float64, elapsed time.Duration) {
 	began := time.Now()
 	stop := watchStarvation(pid)
 	return func() (float64, time.Duration) {
-		w, ok := stop()
+		w, _, ok := stop()
 		elapsed := time.Since(began)
 		if !ok || elapsed <= 0 {
 			return -1, elapsed

@@ -56,6 +56,20 @@ func TestMain(m *testing.M) {
 		wg.Wait()
 	case "nap":
 		time.Sleep(300 * time.Millisecond)
+	case "stall-then-nap":
+		// Twice as many spinning threads as CPUs for 150 ms, then a nap
+		// of 2 s: held back for a moment, quiet on the whole.
+		runtime.GOMAXPROCS(2 * runtime.NumCPU())
+		stop := time.Now().Add(150 * time.Millisecond)
+		var wg sync.WaitGroup
+		for range 2 * runtime.NumCPU() {
+			wg.Go(func() {
+				for time.Now().Before(stop) {
+				}
+			})
+		}
+		wg.Wait()
+		time.Sleep(2 * time.Second)
 	case "mktemp":
 		// A folder in the system temp folder, written to, never removed.
 		dir, err := os.MkdirTemp("", "answer-")
@@ -136,6 +150,25 @@ func TestStarvationIsMeasuredPerChild(t *testing.T) {
 	if nap.Starved > 0.2 && nap.Starved > crowd.Starved/3 {
 		t.Errorf("a napping child waited %.2f of its time for a CPU, a crowding one %.2f; want about 0, and on a busy machine far under the crowding one", nap.Starved, crowd.Starved)
 	}
+}
+
+// A stall of 150 ms in a run of over 2 s is a small share of the run but
+// most of the StarvedWindow around it: StarvedPeak sees it.
+func TestAShortStallShowsInTheWorstWindow(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("measured from /proc on Linux")
+	}
+	res := Run(context.Background(), child("stall-then-nap"))
+	if res.StarvedPeak < 0 {
+		t.Fatalf("not measured: %+v", res)
+	}
+	// Each of the 2 threads per CPU runs about half of the 150 ms: they
+	// wait about 75 ms each, 150 ms per CPU, within one window of 250 ms.
+	if res.StarvedPeak < 0.4 || res.StarvedPeak < 3*res.Starved {
+		t.Errorf("a child held back for 150 ms of its %s: worst window %.2f starved, whole run %.2f; want the window at least 0.4 and far over the run's share",
+			res.Elapsed.Round(time.Millisecond), res.StarvedPeak, res.Starved)
+	}
+	t.Logf("worst window %.2f starved, whole run %.2f", res.StarvedPeak, res.Starved)
 }
 
 // A Buffer with a Limit keeps that much: lab verify reads every event of a

@@ -32,7 +32,7 @@ func graderFor(root string, l course.Lesson) grade.Grader {
 	if dir := l.Dir() + "/grader"; exists(root, dir) {
 		return &grade.Program{Dir: dir}
 	}
-	return mutation.New()
+	return &mutation.Grader{}
 }
 
 // runCheck implements `lab check ENN [--answer DIR] [--json] [--timings] [--timeout D] [--repeat N] [--separate] [--only NAME] [--variant NAME] [--seed N] [--case CASE]`.
@@ -41,7 +41,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	ctx, stop := stopContext()
+	ctx, stop := runner.StopContext()
 	defer stop()
 	runner.BecomeSubreaper()
 	r := runChecked(ctx, c, stderr)
@@ -50,8 +50,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	if c.asJSON {
 		if err := r.WriteJSON(stdout); err != nil {
-			fmt.Fprintf(stderr, "lab check: %v\n", err)
-			return 1
+			return failed(stderr, "lab check", err)
 		}
 	} else {
 		r.WriteText(stdout)
@@ -104,14 +103,13 @@ func checkOptions(args []string, stderr io.Writer) (c checkRequest, code int, ok
 	if !ok {
 		return c, code, false
 	}
-	root, lesson := in.root, in.lesson
 	switch {
 	case *timeout <= 0:
 		return c, usageError(fs, stderr, "%s", msg.T("usage.timeout_positive")), false
 	case *repeat < 1 || *repeat > 100:
 		return c, usageError(fs, stderr, "%s", msg.T("usage.repeat_range")), false
 	}
-	req := grade.Request{Root: root, Lesson: lesson, Timeout: *timeout, Repeat: *repeat, Separate: *separate, Variant: *variant, Only: *only, Seed: *seed, Case: *oneCase}
+	req := grade.Request{Root: in.root, Lesson: in.lesson, Timeout: *timeout, Repeat: *repeat, Separate: *separate, Variant: *variant, Only: *only, Seed: *seed, Case: *oneCase}
 	c.grader, c.req, code, ok = graded(fs, stderr, req, *answer)
 	return c, code, ok
 }

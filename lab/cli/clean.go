@@ -21,8 +21,7 @@ func runClean(args []string, stdout, stderr io.Writer) int {
 	cache := filepath.Join(course.StateDir(c.root), "cache")
 	size := dirSize(cache)
 	if err := os.RemoveAll(cache); err != nil {
-		fmt.Fprintf(stderr, "lab clean: %v\n", err)
-		return 1
+		return failed(stderr, "lab clean", err)
 	}
 	fmt.Fprintf(stdout, "removed %s (%.1f MB); progress in %s is kept\n", cache, float64(size)/1e6, filepath.Join(course.StateDir(c.root), "state.json"))
 	return 0

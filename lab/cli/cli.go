@@ -6,8 +6,9 @@ package cli
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 
 	"quoteflowlab.dev/kit/course"
@@ -116,27 +117,20 @@ func chooseLang(args []string, stderr io.Writer) (rest []string, code int, ok bo
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, msg.T("lab.usage_head"))
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(commands)) {
 		fmt.Fprintf(w, "  %-9s %s\n", n, msg.T(commands[n].summary))
 	}
 	fmt.Fprint(w, msg.T("lab.usage_tail"))
 }
 
-// GeneratedRequired is how many generated mutants lab check requires of an
-// answer to exercise l (for the testscripts, which derive their counts).
-func GeneratedRequired(root string, l course.Lesson) (int, error) {
-	vs, err := mutation.Generated(root, l)
-	return len(vs), err
-}
-
-// GeneratedWheats is how many generated wheats lab check requires an
-// answer to exercise l to pass (for the testscripts).
-func GeneratedWheats(root string, l course.Lesson) (int, error) {
-	vs, err := mutation.GeneratedWheats(root, l)
-	return len(vs), err
+// GeneratedCounts is how many generated mutants lab check requires an
+// answer to exercise l to catch, and generated wheats to pass (for the
+// testscripts, which derive their counts).
+func GeneratedCounts(root string, l course.Lesson) (mutants, wheats int, err error) {
+	ms, err := mutation.Generated(root, l)
+	if err != nil {
+		return 0, 0, err
+	}
+	ws, err := mutation.GeneratedWheats(root, l)
+	return len(ms), len(ws), err
 }

@@ -22,6 +22,17 @@ import (
 	"quoteflowlab.dev/kit/runner"
 )
 
+const demoAbout = `usage: lab demo NN [NAME]
+
+Runs an experiment a lesson page shows, end to end: it builds the checkpoint (and the mutant
+it compares with), starts the provider lab, the QuoteFlow processes and a redis-server (the
+embedded stand-in when there is none) on free loopback ports, prints the page's table, and
+stops everything it started, on Ctrl-C, a hangup or a closed output too (on Linux, even when
+lab is killed outright). Without NAME, every demo of the lesson, in page order.
+
+demos:
+`
+
 // runDemo runs a lesson page's experiments end to end: lesson NN's demo
 // program, lessons/NN/demo (see kit/demo), built and run.
 func runDemo(args []string, stdout, stderr io.Writer) int {
@@ -34,15 +45,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		if help {
 			w = stdout
 		}
-		fmt.Fprintln(w, "usage: lab demo NN [NAME]")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Runs an experiment a lesson page shows, end to end: it builds the checkpoint (and the mutant")
-		fmt.Fprintln(w, "it compares with), starts the provider lab, the QuoteFlow processes and a redis-server (the")
-		fmt.Fprintln(w, "embedded stand-in when there is none) on free loopback ports, prints the page's table, and")
-		fmt.Fprintln(w, "stops everything it started, on Ctrl-C, a hangup or a closed output too (on Linux, even when")
-		fmt.Fprintln(w, "lab is killed outright). Without NAME, every demo of the lesson, in page order.")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "demos:")
+		fmt.Fprint(w, demoAbout)
 		if root == "" {
 			return
 		}
@@ -63,8 +66,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	root = c.root
-	pos := c.pos
+	root, pos := c.root, c.pos
 	lesson, err := strconv.Atoi(pos[0])
 	if err != nil || !slices.Contains(demoLessons(root), lesson) {
 		return usageError(fs, stderr, "no demo %q", fmt.Sprint(pos))
@@ -83,9 +85,9 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	if len(names) == 0 {
 		return usageError(fs, stderr, "no demo %q", fmt.Sprint(pos))
 	}
-	ctx, stop := stopContext()
+	ctx, stop := runner.StopContext()
 	defer stop()
-	stdout, stderr = stopOnClosedOutput(stop, stdout, stderr)
+	stdout, stderr = runner.StopOnClosedOutput(stop, stdout, stderr)
 	for i, name := range names {
 		if ctx.Err() != nil {
 			return 1
@@ -158,10 +160,10 @@ var buildDemo = func(ctx context.Context, root string, lesson int) (demoProgram,
 }
 
 // built holds the demo programs this lab built, one build per lesson.
-var built struct {
+var built = struct {
 	sync.Mutex
 	progs map[string]demoProgram
-}
+}{progs: map[string]demoProgram{}}
 
 // demoProgramFor builds lesson's demo program once per lab.
 func demoProgramFor(ctx context.Context, root string, lesson int) (demoProgram, error) {
@@ -172,14 +174,10 @@ func demoProgramFor(ctx context.Context, root string, lesson int) (demoProgram, 
 		return p, nil
 	}
 	p, err := buildDemo(ctx, root, lesson)
-	if err != nil {
-		return p, err
+	if err == nil {
+		built.progs[key] = p
 	}
-	if built.progs == nil {
-		built.progs = map[string]demoProgram{}
-	}
-	built.progs[key] = p
-	return p, nil
+	return p, err
 }
 
 // demoListTimeout caps a demo program's answer to -list.
@@ -210,12 +208,10 @@ func listDemos(ctx context.Context, root string, lesson int) ([]demo.Demo, error
 // stop what it started before it is killed with its group.
 const demoStopWait = 10 * time.Second
 
-// Demo runs one demo of lesson: its program, whose output goes to stdout
-// and log, and whose Result says how busy the machine was while the
-// experiment ran (after the builds); Demo says on log when the machine
-// held it back: its timings are then the machine's, not the code's. When
-// ctx ends, the program is asked to stop (SIGTERM; it stops what it
-// started), then killed with its group.
+// Demo runs one demo of lesson (its output to stdout and log) and returns
+// how busy the machine was while the experiment ran, saying on log when
+// it held the demo back. When ctx ends, the program is asked to stop
+// (SIGTERM; it stops what it started), then killed with its group.
 func Demo(ctx context.Context, root string, lesson int, name string, stdout, log io.Writer) (report.Machine, error) {
 	p, err := demoProgramFor(ctx, root, lesson)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -34,8 +35,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	}
 	out, err := diffTrees(c.root, dirs[0], dirs[1])
 	if err != nil {
-		fmt.Fprintf(stderr, "lab diff: %v\n", err)
-		return 1
+		return failed(stderr, "lab diff", err)
 	}
 	stdout.Write(out)
 	return 0
@@ -52,18 +52,9 @@ func diffTrees(root, oldDir, newDir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range oldFiles {
-			if !yield(n) {
-				return
-			}
-		}
-		for n := range newFiles {
-			if _, dup := oldFiles[n]; !dup && !yield(n) {
-				return
-			}
-		}
-	})
+	all := maps.Clone(newFiles)
+	maps.Copy(all, oldFiles)
+	names := slices.Sorted(maps.Keys(all))
 	var body []byte
 	var changed, added, removed int
 	for _, n := range names {

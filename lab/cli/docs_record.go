@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,11 +24,9 @@ import (
 // most changes touch none of what they depend on.
 const DocsRecord = ".ci/docs-verified.txt"
 
-// docsInputs are the folders whose files a demo's figures depend on: the
-// lab that runs it, the toolkit its program is built on (kit/demo and what
-// it uses), the provider it drives and the checkpoints it builds. Tests,
-// Markdown and testdata are left out: they change no figure. The lesson's own folder (its page, its demo program) is added
-// per page.
+// docsInputs are what a demo's figures depend on (tests, Markdown and
+// testdata aside), besides the lesson's own folder: the lab, the toolkit,
+// the provider and the checkpoints.
 var docsInputs = []string{"lab", "kit", "provider", "checkpoints", "go.mod", "go.sum"}
 
 // docsHash is the hex SHA-256 of what the figures of page depend on: the
@@ -127,12 +126,7 @@ func writeDocsRecord(root string, rec map[string]string) error {
 	b.WriteString("# each line is a demo that passed and the hash of everything its figures depend on (lab, provider,\n")
 	b.WriteString("# internal, checkpoints, the lesson's folder and page; tests and Markdown aside). Written by that command;\n")
 	b.WriteString("# CI (lab verify --docs --recorded) runs again only the demos whose hash changed.\n")
-	names := make([]string, 0, len(rec))
-	for n := range rec {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(rec)) {
 		fmt.Fprintf(&b, "%s %s\n", rec[n], n)
 	}
 	path := filepath.Join(root, DocsRecord)

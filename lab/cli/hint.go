@@ -31,8 +31,7 @@ func runHint(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "lab hint: %v\n", err)
-		return 1
+		return failed(stderr, "lab hint", err)
 	}
 	stdout.Write(data)
 	if len(data) > 0 && data[len(data)-1] != '\n' {

@@ -17,16 +17,13 @@ import (
 	"quoteflowlab.dev/lab/internal/mutation"
 )
 
-// runKillset implements `lab verify --killset [--runs N] ENN...`: for each
-// exercise (every mutant-graded one when none is named), generate the
-// mutants of its scope, run the reference answer on each N times and write
-// lessons/NN/checks/generated.txt (reviews of survivors carried over).
-// With wheats (`lab verify --wheats`), the same for the wheats its
-// allowed.txt allows, into wheats.txt.
+// runKillset implements `lab verify --killset [--runs N] ENN...` (with
+// wheats, `lab verify --wheats`): for each exercise (every mutant-graded
+// one when none is named), Set.Run, written to the set's File.
 func runKillset(root string, names []string, runs int, wheats bool, stdout, stderr io.Writer) int {
-	flag, set, run := "--killset", mutation.Mutants, mutation.KillSet
+	flag, set := "--killset", mutation.Mutants
 	if wheats {
-		flag, set, run = "--wheats", mutation.Wheats, mutation.WheatSet
+		flag, set = "--wheats", mutation.Wheats
 	}
 	lessons, code := mutantLessons(root, flag, names, stderr)
 	if code != 0 {
@@ -51,7 +48,7 @@ func runKillset(root string, names []string, runs int, wheats bool, stdout, stde
 			fmt.Fprintf(stderr, "lab verify %s: %v (its reviews are not carried over)\n", flag, err)
 			prev = nil
 		}
-		res, err := run(ctx, grade.Request{Root: root, Lesson: l}, runs, prev, stdout)
+		res, err := set.Run(ctx, grade.Request{Root: root, Lesson: l}, runs, prev, stdout)
 		if err != nil {
 			fmt.Fprintf(stderr, "lab verify %s %s: %v\n", flag, l.Exercise(), err)
 			code = 1

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/kit/msg"
@@ -38,12 +37,12 @@ func runList(args []string, stdout, stderr io.Writer) int {
 func writeList(w io.Writer, root string, lessons []course.Lesson, st course.State) {
 	titles := make([]string, len(lessons))
 	head := msg.T("list.col_lesson")
-	width := textWidth(head)
+	width := report.Columns(head)
 	for i, l := range lessons {
 		titles[i] = l.DisplayTitle(root)
-		width = max(width, textWidth(titles[i])+4)
+		width = max(width, report.Columns(titles[i])+4)
 	}
-	fmt.Fprintf(w, "%s  %s  %s\n", pad(head, width), pad(msg.T("list.col_exercise"), 8), msg.T("list.col_status"))
+	fmt.Fprintf(w, "%s  %s  %s\n", report.Pad(head, width), report.Pad(msg.T("list.col_exercise"), 8), msg.T("list.col_status"))
 	passed := 0
 	for i, l := range lessons {
 		p := st.Exercises[l.Exercise()]
@@ -57,7 +56,7 @@ func writeList(w io.Writer, root string, lessons []course.Lesson, st course.Stat
 		if p.Status == report.Passed || p.PassedAt != nil {
 			passed++
 		}
-		fmt.Fprintf(w, "%s  %-8s  %s\n", pad(fmt.Sprintf("%d  %s", l.Number, titles[i]), width), l.Exercise(), status)
+		fmt.Fprintf(w, "%s  %-8s  %s\n", report.Pad(fmt.Sprintf("%d  %s", l.Number, titles[i]), width), l.Exercise(), status)
 	}
 	fmt.Fprint(w, msg.T("list.passed", passed, len(lessons)))
 	fmt.Fprint(w, msg.T("list.next", next(root, lessons, st)))
@@ -98,32 +97,4 @@ func progressWord(v report.Verdict) string {
 		return msg.T("list.status_failing")
 	}
 	return msg.T("list.status_not_started")
-}
-
-// textWidth is how many terminal columns s takes: a CJK character takes two.
-func textWidth(s string) int {
-	n := 0
-	for _, r := range s {
-		n++
-		if wide(r) {
-			n++
-		}
-	}
-	return n
-}
-
-// wide reports whether r is shown two columns wide (CJK ideographs and
-// punctuation, full-width forms).
-func wide(r rune) bool {
-	return r >= 0x1100 && (r <= 0x115f || (r >= 0x2e80 && r <= 0xa4cf) || (r >= 0xac00 && r <= 0xd7a3) ||
-		(r >= 0xf900 && r <= 0xfaff) || (r >= 0xfe30 && r <= 0xfe4f) || (r >= 0xff00 && r <= 0xff60) || (r >= 0xffe0 && r <= 0xffe6))
-}
-
-// pad fills s with spaces to width columns, as %-*s does for text of
-// one-column characters.
-func pad(s string, width int) string {
-	if n := textWidth(s); n < width {
-		return s + strings.Repeat(" ", width-n)
-	}
-	return s
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"quoteflowlab.dev/kit/load"
+	"quoteflowlab.dev/kit/runner"
 	"quoteflowlab.dev/lab/internal/watch"
 )
 
@@ -17,6 +18,13 @@ const loadUsage = `[--target URL[,URL...]] (quote | basket --lines N) [--scenari
        (--concurrency N | --rate R) (--duration D | --requests N) [--provider URL] [--reset] [--json]
    or: lab load --rates R1,R2,... --duration D --target [NAME=]URL[,...] (quote | basket --lines N)
        [--scenario S] [--deadline D] [--svg FILE] [--provider URL[,URL...] --reset] [--json]`
+
+const loadAbout = `Sends QuoteFlow requests (POST /api/quotes, or /api/baskets with --lines) and prints
+the statuses, the per-supplier failure codes inside the answers, latency p50/p90/p99/max
+with a histogram and, with --provider, what the provider lab counted over the run:
+calls, max_active, 429s, early_retries, client_gone, abandoned. A progress line is
+printed on a terminal for runs over 2 s. Ctrl-C stops the run and reports what came back.
+`
 
 // runLoad sends QuoteFlow requests at a concurrency or a rate (vegeta's
 // attacker) and prints what came back and what the provider lab counted.
@@ -37,14 +45,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	deadline := fs.Duration("deadline", 800*time.Millisecond, "with --rates: a good answer's limit (goodput: answers 200, complete, within it)")
 	svg := fs.String("svg", "", "with --rates: write goodput and p99 against offered load, one curve per target, to `FILE` (SVG)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: lab load %s\n\n", loadUsage)
-		fmt.Fprintln(stderr, "Sends QuoteFlow requests (POST /api/quotes, or /api/baskets with --lines) and prints")
-		fmt.Fprintln(stderr, "the statuses, the per-supplier failure codes inside the answers, latency p50/p90/p99/max")
-		fmt.Fprintln(stderr, "with a histogram and, with --provider, what the provider lab counted over the run:")
-		fmt.Fprintln(stderr, "calls, max_active, 429s, early_retries, client_gone, abandoned. A progress line is")
-		fmt.Fprintln(stderr, "printed on a terminal for runs over 2 s. Ctrl-C stops the run and reports what came back.")
-		fmt.Fprintln(stderr, "\nexample: lab load quote --scenario slow --concurrency 8 --duration 5s --provider "+providerDefaultURL)
-		fmt.Fprintln(stderr, "\nflags:")
+		fmt.Fprintf(stderr, "usage: lab load %s\n\n%s\nexample: lab load quote --scenario slow --concurrency 8 --duration 5s --provider %s\n\nflags:\n", loadUsage, loadAbout, providerDefaultURL)
 		fs.PrintDefaults()
 	}
 	pos, code, ok := parseArgs(fs, args)
@@ -66,12 +67,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := load.Config{
 		Request: pos[0], Lines: *lines, Scenario: *scenario, Concurrency: *conc, Rate: *rate,
-		Duration: *dur, Requests: *reqs, Timeout: *timeout, Provider: *prov, Reset: *reset,
-	}
-	for _, t := range strings.Split(*target, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			cfg.Targets = append(cfg.Targets, t)
-		}
+		Duration: *dur, Requests: *reqs, Timeout: *timeout, Provider: *prov, Reset: *reset, Targets: splitList(*target),
 	}
 	if cfg.Request == "quote" && *lines != 0 {
 		return usageError(fs, stderr, "--lines is for baskets: lab load basket --lines N")
@@ -85,7 +81,7 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 	if err := cfg.Validate(); err != nil {
 		return usageError(fs, stderr, "%v", err)
 	}
-	ctx, stop := stopContext()
+	ctx, stop := runner.StopContext()
 	defer stop()
 	progress := false
 	if f, ok := stderr.(*os.File); ok && watch.IsTerminal(f) && (cfg.Duration > 2*time.Second || cfg.Duration == 0) {
@@ -101,13 +97,10 @@ func runLoad(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "\r%-60s\r", "")
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "lab load: %v\n", err)
-		return 1
+		return failed(stderr, "lab load", err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(rep)
+		writeJSON(stdout, rep)
 	} else {
 		rep.Text(stdout)
 	}
@@ -173,12 +166,7 @@ func runSweep(fs *flag.FlagSet, stderr, stdout io.Writer, a sweepArgs) int {
 		return usageError(fs, stderr, "--timeout %s: want a positive duration (one request's limit)", a.timeout)
 	}
 	c := load.SweepConfig{Rates: rs, Step: a.step, Targets: targets, Reset: a.reset,
-		Base: load.Config{Request: a.request, Lines: a.lines, Scenario: a.scenario, Timeout: a.timeout, Deadline: a.deadline}}
-	for _, p := range strings.Split(a.provider, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			c.Providers = append(c.Providers, p)
-		}
-	}
+		Base: load.Config{Request: a.request, Lines: a.lines, Scenario: a.scenario, Timeout: a.timeout, Deadline: a.deadline}, Providers: splitList(a.provider)}
 	if a.step == 0 {
 		return usageError(fs, stderr, "give --duration D: how long each step lasts")
 	}
@@ -193,7 +181,7 @@ func runSweep(fs *flag.FlagSet, stderr, stdout io.Writer, a sweepArgs) int {
 		}
 		f.Close()
 	}
-	ctx, stop := stopContext()
+	ctx, stop := runner.StopContext()
 	defer stop()
 	if f, ok := stderr.(*os.File); ok && watch.IsTerminal(f) {
 		c.Progress = func(i int, rate float64) {
@@ -203,13 +191,10 @@ func runSweep(fs *flag.FlagSet, stderr, stdout io.Writer, a sweepArgs) int {
 	}
 	sw, err := load.RunSweep(ctx, c)
 	if err != nil {
-		fmt.Fprintf(stderr, "lab load: %v\n", err)
-		return 1
+		return failed(stderr, "lab load", err)
 	}
 	if a.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(sw)
+		writeJSON(stdout, sw)
 	} else {
 		sw.Text(stdout)
 	}
@@ -217,8 +202,7 @@ func runSweep(fs *flag.FlagSet, stderr, stdout io.Writer, a sweepArgs) int {
 		var b strings.Builder
 		sw.SVG(&b)
 		if err := os.WriteFile(a.svg, []byte(b.String()), 0o644); err != nil {
-			fmt.Fprintf(stderr, "lab load: %v\n", err)
-			return 1
+			return failed(stderr, "lab load", err)
 		}
 		if !a.json {
 			fmt.Fprintf(stdout, "wrote %s\n", a.svg)
@@ -235,4 +219,22 @@ func runSweep(fs *flag.FlagSet, stderr, stdout io.Writer, a sweepArgs) int {
 		return 1
 	}
 	return 0
+}
+
+// splitList is a comma-separated flag's values, blanks dropped.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"quoteflowlab.dev/kit/runner"
 	"quoteflowlab.dev/provider"
 )
 
@@ -43,7 +44,7 @@ func runProvider(args []string, stdout, stderr io.Writer) int {
 	}
 	// Subscribe before announcing, so a signal sent right after the
 	// announcement is never missed.
-	ctx, stop := stopContext()
+	ctx, stop := runner.StopContext()
 	defer stop()
 
 	fmt.Fprintf(stdout, "provider lab serving on %s (suppliers, partner, control)\n", srv.URL)

@@ -7,6 +7,8 @@ import (
 	"net"
 
 	"github.com/alicebob/miniredis/v2"
+
+	"quoteflowlab.dev/kit/runner"
 )
 
 // redisInstall is how to get the real server, printed by lab redis first.
@@ -34,7 +36,7 @@ func runRedis(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer m.Close()
-	ctx, stop := stopContext()
+	ctx, stop := runner.StopContext()
 	defer stop()
 	fmt.Fprintf(stdout, "serving redis://%s (in memory: everything is gone when it stops)\n", m.Addr())
 	fmt.Fprintf(stdout, "try: cd checkpoints/17 && go run ./cmd/quoteflow --redis redis://%s/0\n", m.Addr())

@@ -24,10 +24,10 @@ func findRoot(cmd string, stderr io.Writer) (string, bool) {
 	return root, true
 }
 
-// A form is what a command takes, declared once: its usage line after "lab
-// NAME", whether the usage says where progress is kept, how many
-// positional arguments it wants (a message ID or the text to say when the
-// number is off) and whether the first names an exercise.
+// A form is what a command takes, declared once: its usage after "lab
+// NAME", whether it says where progress is kept, how many positional
+// arguments it wants (wrong: what to say otherwise), whether the first names
+// an exercise.
 type form struct {
 	name, usage string
 	state       bool
@@ -225,6 +225,12 @@ func probe(f *flag.Flag, v string) error {
 	err := f.Value.Set(v)
 	_ = f.Value.Set(saved)
 	return err
+}
+
+// failed says err as command cmd's ("lab show: ...") on stderr; exit code 1.
+func failed(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+	return 1
 }
 
 // usageError prints a usage problem and the command's usage; exit code 2.

@@ -35,8 +35,7 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &unknown):
 		return usageError(fs, stderr, "%s has no check %q (its checks: %s)", lesson.Exercise(), pos[1], strings.Join(unknown.Known, ", "))
 	case err != nil:
-		fmt.Fprintf(stderr, "lab show: %v\n", err)
-		return 1
+		return failed(stderr, "lab show", err)
 	}
 	return showEdit(root, v, stdout, stderr, func() {
 		required := ""
@@ -56,13 +55,11 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 func showEdit(root string, v check.Check, stdout, stderr io.Writer, head func()) int {
 	edited, err := v.Apply(root)
 	if err != nil {
-		fmt.Fprintf(stderr, "lab show: %v\n", err)
-		return 1
+		return failed(stderr, "lab show", err)
 	}
 	orig, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(v.File)))
 	if err != nil {
-		fmt.Fprintf(stderr, "lab show: %v\n", err)
-		return 1
+		return failed(stderr, "lab show", err)
 	}
 	head()
 	stdout.Write(diff.Diff("a/"+v.File, orig, "b/"+v.File, edited))
@@ -74,8 +71,7 @@ func showEdit(root string, v check.Check, stdout, stderr io.Writer, head func())
 func showGenerated(root string, lesson course.Lesson, name string, stdout, stderr io.Writer) int {
 	m, set, e, err := mutation.GeneratedMutant(root, lesson, name)
 	if err != nil {
-		fmt.Fprintf(stderr, "lab show: %v\n", err)
-		return 1
+		return failed(stderr, "lab show", err)
 	}
 	return showEdit(root, m.Check, stdout, stderr, func() {
 		what, from, listed := "generated "+set.String(), set.From(lesson), set.File(lesson)

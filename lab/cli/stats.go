@@ -37,7 +37,7 @@ func runControl(name, method, path string, args []string, stdout, stderr io.Writ
 	if code, ok := parseProviderFlags(fs, args); !ok {
 		return code
 	}
-	if u, err := url.Parse(*base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if !isBaseURL(*base) {
 		return usageError(fs, stderr, "--provider %q is not a base URL like %s", *base, providerDefaultURL)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
@@ -59,6 +59,12 @@ func runControl(name, method, path string, args []string, stdout, stderr io.Writ
 	}
 	fmt.Fprintln(stdout, strings.TrimSpace(pretty.String()))
 	return 0
+}
+
+// isBaseURL reports whether s is an http(s) URL with a host.
+func isBaseURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // controlFetch does one request and returns the body and status.

@@ -26,16 +26,14 @@ const testTimeout = 10 * time.Minute
 // A verifyItem is one thing the instructor's run proves: a group of tests.
 type verifyItem struct {
 	name string
-	// hash (lab verify --docs) is the hash of what the item's figures
-	// depend on (docsHash), for DocsRecord.
-	hash string
+	hash string // lab verify --docs: docsHash of what its figures depend on, for DocsRecord
 	// dir and args say which go test run holds the item's tests; items
 	// with the same run share it. match picks the item's tests from it.
 	dir   string
 	env   string
 	args  []string
-	match func(pkg, test string) bool
-	want  int // scripts: how many must have passed (0: any number > 0)
+	match func(pkg, test string) bool // nil: every test of the run
+	want  int                         // scripts: how many must have passed (0: any number > 0)
 	// run, when set, is the item's own work instead of a go test run.
 	run func(ctx context.Context) itemResult
 }
@@ -125,8 +123,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	if *docs {
 		var err error
 		if rec, err = readDocsRecord(c.root); err != nil {
-			fmt.Fprintf(stderr, "lab verify --docs: %v\n", err)
-			return 1
+			return failed(stderr, "lab verify --docs", err)
 		}
 		if *recorded {
 			for i, it := range items {
@@ -142,7 +139,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		progress = stderr
 	}
-	ctx, stop := stopContext()
+	ctx, stop := runner.StopContext()
 	defer stop()
 
 	res := verify(ctx, c.root, items, *noCache, progress)
@@ -163,11 +160,8 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			fmt.Fprintf(stderr, "lab verify: %v\n", err)
-			return 1
+		if err := writeJSON(stdout, res); err != nil {
+			return failed(stderr, "lab verify", err)
 		}
 	} else {
 		writeSummary(stdout, res)
@@ -272,12 +266,6 @@ func (res verifyResult) inconclusive() bool {
 	return some
 }
 
-// scriptGroup is a family of testscripts lab verify reports as one item.
-type scriptGroup struct {
-	prefix string
-	what   string
-}
-
 // verifyItems discovers what there is to verify, in the order a reader
 // expects: checkpoints, exercises (answer, starter, mutants or grader),
 // provider, the lab command.
@@ -291,32 +279,29 @@ func verifyItems(root string, lessons []course.Lesson) []verifyItem {
 		items = append(items, verifyItem{
 			name: "checkpoint " + n + ": its own tests, standalone (GOWORK=off go test ./...)",
 			dir:  dir, env: "GOWORK=off", args: []string{"./..."},
-			match: func(string, string) bool { return true },
 		})
 	}
 	scripts := scriptNames(root)
-	scriptRun := func(name string, match func(script string) bool) verifyItem {
+	scriptRun := func(what, prefix string) verifyItem {
 		var names []string
 		for _, s := range scripts {
-			if match(s) {
+			if strings.HasPrefix(s, prefix) {
 				names = append(names, regexp.QuoteMeta(s))
 			}
 		}
 		return verifyItem{
-			name: name, dir: root, env: "GOWORK=off",
+			name: what + " (scripts " + prefix + "*)", dir: root, env: "GOWORK=off",
 			args: []string{"-run", "^TestScripts$/^(" + strings.Join(names, "|") + ")$", "./testscripts/"},
 			match: func(_, test string) bool {
 				s, ok := strings.CutPrefix(test, "TestScripts/")
-				return ok && match(strings.SplitN(s, "/", 2)[0])
+				return ok && strings.HasPrefix(strings.SplitN(s, "/", 2)[0], prefix)
 			},
 			want: max(len(names), 1),
 		}
 	}
-	prefixed := func(p string) func(string) bool { return func(s string) bool { return strings.HasPrefix(s, p) } }
 	for _, l := range lessons {
-		p := strings.ToLower(l.Exercise()) + "_"
 		g := graderFor(root, l)
-		items = append(items, scriptRun(l.Exercise()+": "+g.Proves()+" (scripts "+p+"*)", prefixed(p)))
+		items = append(items, scriptRun(l.Exercise()+": "+g.Proves(), strings.ToLower(l.Exercise())+"_"))
 		if own, ok := g.(*grade.Program); ok {
 			items = append(items, graderRun(root, l, own.Dir))
 		}
@@ -325,20 +310,18 @@ func verifyItems(root string, lessons []course.Lesson) []verifyItem {
 		verifyItem{
 			name: "course: every lesson complete, every check's edit applies (go test ./lab/...)",
 			dir:  root, env: "GOWORK=off", args: []string{"./lab/..."},
-			match: func(string, string) bool { return true },
 		},
 		verifyItem{
 			name: "provider: contract tests (go test ./provider/)",
 			dir:  root, env: "GOWORK=off", args: []string{"./provider/"},
-			match: func(string, string) bool { return true },
 		},
 	)
-	for _, g := range []scriptGroup{
+	for _, g := range []struct{ prefix, what string }{
 		{"provider_", "provider: contract over real HTTP"},
 		{"checkpoint_", "checkpoints: live against the provider"},
 		{"lab_", "lab command"},
 	} {
-		items = append(items, scriptRun(g.what+" (scripts "+g.prefix+"*)", prefixed(g.prefix)))
+		items = append(items, scriptRun(g.what, g.prefix))
 	}
 	return items
 }
@@ -352,7 +335,6 @@ func graderRun(root string, l course.Lesson, dir string) verifyItem {
 	it := verifyItem{
 		name: l.Exercise() + ": the grader's own tests; it rejects every broken check for its property (go test " + pkgs + ", a case per " + l.Checks() + "/*.txtar of kind broken)",
 		dir:  root, env: "GOWORK=off", args: []string{pkgs},
-		match: func(string, string) bool { return true },
 	}
 	it.run = func(ctx context.Context) itemResult {
 		return graderResult(root, l, it, goTestJSON(ctx, root, it.env, it.args...))
@@ -467,7 +449,7 @@ func (run *testRun) item(it verifyItem) itemResult {
 	pkgs := 0
 	for _, key := range run.order {
 		t := run.tests[key]
-		if !it.match(t.pkg, t.test) {
+		if it.match != nil && !it.match(t.pkg, t.test) {
 			continue
 		}
 		if t.test == "" {
@@ -480,9 +462,8 @@ func (run *testRun) item(it verifyItem) itemResult {
 			}
 			continue
 		}
-		top := !strings.Contains(strings.TrimPrefix(t.test, "TestScripts/"), "/")
-		if !top {
-			continue
+		if strings.Contains(strings.TrimPrefix(t.test, "TestScripts/"), "/") {
+			continue // a subtest: its test says
 		}
 		switch t.action {
 		case "pass":
@@ -499,7 +480,10 @@ func (run *testRun) item(it verifyItem) itemResult {
 	case len(failed) > 0:
 		r.Summary = fmt.Sprintf("%d failed: %s", len(failed), strings.Join(failed, ", "))
 	case run.res.Err != nil || run.res.TimedOut:
-		r.Summary = "go test did not finish: " + strings.TrimSpace(fmt.Sprint(run.res.Err)) + timedOut(run.res)
+		r.Summary = "go test did not finish: " + strings.TrimSpace(fmt.Sprint(run.res.Err))
+		if run.res.TimedOut {
+			r.Summary += fmt.Sprintf(" (killed after %s)", testTimeout)
+		}
 		r.Detail = tailLines(run.res.Output, 30)
 	case len(passed) == 0 && pkgs == 0:
 		r.Summary = "no test ran (all skipped, or none match?)"
@@ -513,11 +497,7 @@ func (run *testRun) item(it verifyItem) itemResult {
 		r.OK = true
 		r.Summary = fmt.Sprintf("%d tests passed", len(passed))
 		if it.want > 0 {
-			names := make([]string, len(passed))
-			for i, p := range passed {
-				names[i] = strings.TrimPrefix(p, "TestScripts/")
-			}
-			r.Summary = fmt.Sprintf("%d scripts passed: %s", len(passed), strings.Join(names, ", "))
+			r.Summary = fmt.Sprintf("%d scripts passed: %s", len(passed), strings.ReplaceAll(strings.Join(passed, ", "), "TestScripts/", ""))
 		}
 		if run.cached > 0 {
 			r.Notes = append(r.Notes, "some results are cached: unchanged since they last passed (--no-cache reruns)")
@@ -536,13 +516,6 @@ func hasFailedTest(run *testRun, pkg string) bool {
 		}
 	}
 	return false
-}
-
-func timedOut(res runner.Result) string {
-	if res.TimedOut {
-		return fmt.Sprintf(" (killed after %s)", testTimeout)
-	}
-	return ""
 }
 
 func exists(root, slashPath string) bool {

@@ -20,7 +20,7 @@ import (
 func deepItems(root string, lessons []course.Lesson) []verifyItem {
 	var items []verifyItem
 	for _, l := range lessons {
-		if vs, err := checkpointChecks(root, l); err == nil && len(vs) == 0 {
+		if vs, err := check.Of(root, l, check.Builds, ""); err == nil && len(vs) == 0 {
 			continue // no mutant or wheat of the checkpoint (E15's checks are broken tools)
 		}
 		items = append(items, verifyItem{
@@ -35,14 +35,8 @@ func deepItems(root string, lessons []course.Lesson) []verifyItem {
 // can make a test wait forever (that counts as failing, and is reported).
 const mutantTestTimeout = "60s"
 
-// checkpointChecks are lesson l's mutants and wheats: the edits of its
-// checkpoint.
-func checkpointChecks(root string, l course.Lesson) ([]check.Check, error) {
-	return check.Of(root, l, check.Builds, "")
-}
-
 func mutantsVsCheckpointTests(ctx context.Context, root string, l course.Lesson) itemResult {
-	vs, err := checkpointChecks(root, l)
+	vs, err := check.Of(root, l, check.Builds, "")
 	if err != nil || len(vs) == 0 {
 		return itemResult{Summary: fmt.Sprintf("no mutants to run (%v)", err)}
 	}

@@ -81,16 +81,14 @@ func checkDemoFigures(ctx context.Context, root string, ms []demo.Marker) itemRe
 		return itemResult{Summary: fmt.Sprintf("%s:%d: there is no lab demo %d %s", ms[0].Page, ms[0].Line, lesson, name)}
 	}
 	run := func() (itemResult, bool, report.Machine) { return runDemoFigures(ctx, root, lesson, name, ms) }
-	return decideFigures(ctx, run, func() { waitQuieter(ctx, quietWait) })
+	return decideFigures(ctx, run, func() { machine.WaitQuieter(ctx, quietWait) })
 }
 
-// decideFigures runs a demo (run) and judges its figures. The demos are
-// experiments (which calls straggle is drawn at random, and a busy machine
-// delays a hedge): a run whose figures drift is followed by one more,
-// after quieter (a wait for a quieter machine) when it was busy, and that
-// second run decides. A figure that drifts run after run fails, unless the
-// machine held the second run back: then, as lab check says of a timed
-// check, the run is inconclusive, neither a pass nor a failure of the code.
+// decideFigures runs a demo (run) and judges its figures. A demo is an
+// experiment: a run whose figures drift is followed by one more (after
+// quieter when it was busy), which decides. A figure that drifts twice
+// fails, unless the machine held the second run back: then, as in lab
+// check, the run is inconclusive.
 func decideFigures(ctx context.Context, run func() (res itemResult, drifted bool, m report.Machine), quieter func()) itemResult {
 	first, drifted, m := run()
 	if !drifted || ctx.Err() != nil {
@@ -115,25 +113,6 @@ func decideFigures(ctx context.Context, run func() (res itemResult, drifted bool
 
 // quietWait caps the wait for a quieter machine before a second run.
 const quietWait = 30 * time.Second
-
-// waitQuieter waits, at most max, for a second in which the machine is not
-// busy (lab check's measure: a 10 ms timer no more than 25 ms late).
-func waitQuieter(ctx context.Context, max time.Duration) {
-	mon := machine.Start()
-	defer mon.Stop()
-	deadline := time.Now().Add(max)
-	for time.Now().Before(deadline) {
-		mark := mon.Mark()
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Second):
-		}
-		if !mon.Since(mark).Busy {
-			return
-		}
-	}
-}
 
 // runDemoFigures runs the demo once and compares the figures ms name;
 // drifted is true when it ran and a figure was off the page; m is how busy

@@ -80,7 +80,7 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 			s.keys = keys
 		}
 	}
-	ctx, stop := stopContext()
+	ctx, stop := runner.StopContext()
 	defer stop()
 	runner.BecomeSubreaper()
 	for {
@@ -124,12 +124,8 @@ type watchSession struct {
 // options is the check of lesson's answer ("": its starter) that lab
 // check would run, with the session's timeout.
 func (s *watchSession) options(lesson course.Lesson, answer string) (checkRequest, int, bool) {
-	var c checkRequest
-	req := grade.Request{Root: s.root, Lesson: lesson, Timeout: s.timeout, Repeat: 1}
-	var code int
-	var ok bool
-	c.grader, c.req, code, ok = graded(s.flags, s.stderr, req, answer)
-	return c, code, ok
+	g, req, code, ok := graded(s.flags, s.stderr, grade.Request{Root: s.root, Lesson: lesson, Timeout: s.timeout, Repeat: 1}, answer)
+	return checkRequest{req: req, grader: g}, code, ok
 }
 
 // watch checks one exercise on every change until Ctrl-C or a key. again

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"slices"
 
@@ -50,7 +49,7 @@ func runWaterfall(args []string, stdout, stderr io.Writer) int {
 	case !(*deadline >= 0 && *deadline <= 86400000): // NaN and infinities fail it too
 		return usageError(fs, stderr, "--deadline-ms must be a number of ms from 0 to 86400000 (got %v)", *deadline)
 	}
-	if u, err := url.Parse(*base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if !isBaseURL(*base) {
 		return usageError(fs, stderr, "--provider %q is not a base URL like %s", *base, providerDefaultURL)
 	}
 
@@ -77,16 +76,14 @@ func runWaterfall(args []string, stdout, stderr io.Writer) int {
 	opt := waterfall.Options{DeadlineMs: *deadline}
 	if *out == "" {
 		if err := waterfall.Render(stdout, rs, opt); err != nil {
-			fmt.Fprintf(stderr, "lab waterfall: %v\n", err)
-			return 1
+			return failed(stderr, "lab waterfall", err)
 		}
 		return 0
 	}
 	var svg bytes.Buffer
 	waterfall.Render(&svg, rs, opt)
 	if err := os.WriteFile(*out, svg.Bytes(), 0o644); err != nil {
-		fmt.Fprintf(stderr, "lab waterfall: %v\n", err)
-		return 1
+		return failed(stderr, "lab waterfall", err)
 	}
 	fmt.Fprintf(stdout, "wrote %s: X-Request-ID %s\n", *out, *id)
 	for _, line := range waterfall.Summary(rs, opt) {

@@ -20,15 +20,13 @@ import (
 	"quoteflowlab.dev/lab/internal/mutagen"
 )
 
-// runWeak implements `lab verify --weak [ENN...]`: weak answers found by
-// generation. Each first-order mutant of an exercise's reference answer (a
-// test with one small edit, as a student might have written it) that
-// compiles is graded with lab check, and sorted by what rejected it: the
-// correct checkpoint (the edit broke the answer), a hand-written mutant or
-// wheat, or only a generated mutant or wheat. The last kind is a weak
-// answer that the hand-written checks alone would pass: the evidence that
-// the generated checks add something. It prints each one, with the command
-// that grades it; it writes nothing.
+// runWeak implements `lab verify --weak [ENN...]`: each first-order mutant
+// of an exercise's reference answer that compiles (a test with one small
+// edit, as a student might write it) is graded with lab check and sorted
+// by what rejected it: the correct checkpoint, a hand-written check, or
+// only a generated one. The last are weak answers the hand-written checks
+// alone would pass, the evidence that the generated checks add something.
+// It prints them; it writes nothing.
 func runWeak(root string, names []string, parallel, sample int, seed uint64, stdout, stderr io.Writer) int {
 	lessons, code := mutantLessons(root, "--weak", names, stderr)
 	if code != 0 {
@@ -44,8 +42,7 @@ func runWeak(root string, names []string, parallel, sample int, seed uint64, std
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		fmt.Fprintf(stderr, "lab verify --weak: %v\n", err)
-		return 1
+		return failed(stderr, "lab verify --weak", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -81,12 +78,11 @@ func weakOf(ctx context.Context, root, exe string, l course.Lesson, parallel, sa
 	if err != nil {
 		return err
 	}
-	ms, dropped, err := mutagen.Compiles(root, all)
+	ms, _, err := mutagen.Compiles(root, all)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: %d mutants of the reference answer (%s), %d compile", l.Exercise(), len(all), file, len(ms))
-	_ = dropped
 	if sample > 0 && sample < len(ms) {
 		r := rand.New(rand.NewPCG(seed, 0))
 		r.Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
@@ -152,10 +148,10 @@ func gradeAnswerMutant(ctx context.Context, root, exe string, l course.Lesson, m
 	}
 	defer os.RemoveAll(dir)
 	for _, o := range others {
-		if filepath.Base(o) == "main.go" {
-			continue
+		data := []byte(edited)
+		if filepath.Base(o) != "main.go" {
+			data, err = os.ReadFile(o)
 		}
-		data, err := os.ReadFile(o)
 		if err == nil {
 			err = os.WriteFile(filepath.Join(dir, filepath.Base(o)), data, 0o644)
 		}
@@ -163,10 +159,6 @@ func gradeAnswerMutant(ctx context.Context, root, exe string, l course.Lesson, m
 			g.detail = err.Error()
 			return g
 		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(edited), 0o644); err != nil {
-		g.detail = err.Error()
-		return g
 	}
 	out := &runner.Buffer{Limit: 16 << 20}
 	res := runner.Run(ctx, runner.Cmd{Name: exe, Args: []string{"check", l.Exercise(), "--answer", dir, "--json"}, Dir: root,

@@ -44,7 +44,7 @@ func ignored(t *testing.T, gomod string) []string {
 // compiles them all again), while the suite builds, runs and vets each of
 // them anyway (the e*_answer and e*_starter scripts, TestLessonsVetClean).
 // `go build ./lessons/13/exercise`, `go run`, lab check: any package named
-// explicitly builds as before; lab/coursetest/deps.go names their checkpoint
+// explicitly builds as before; lessons/deps/deps.go names their checkpoint
 // imports for go mod tidy. Every other lessons package (E15's tools,
 // which import no checkpoint, and the reference's budget package and its
 // tests) stays in ./...: the list is exactly what this test derives. So
@@ -65,7 +65,7 @@ func TestLessonsThatImportACheckpointAreLeftOutOfDotDotDot(t *testing.T) {
 		}
 		files, _ := filepath.Glob(filepath.Join(path, "*.go"))
 		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") || f == filepath.Join(root, "lab", "coursetest", "deps.go") { // the list checked below
+			if strings.HasSuffix(f, "_test.go") || f == filepath.Join(root, "lessons", "deps", "deps.go") { // the list checked below
 				continue
 			}
 			ast, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
@@ -95,9 +95,9 @@ func TestLessonsThatImportACheckpointAreLeftOutOfDotDotDot(t *testing.T) {
 			t.Errorf("%s imports a checkpoint: add `./%s` to the ignore block of go.mod", dir, dir)
 		}
 	}
-	// go mod tidy skips ignored folders: lab/coursetest/deps.go names what
+	// go mod tidy skips ignored folders: lessons/deps/deps.go names what
 	// they import, so that tidy keeps the checkpoints' require lines.
-	deps, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "lab", "coursetest", "deps.go"), nil, parser.ImportsOnly)
+	deps, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "lessons", "deps", "deps.go"), nil, parser.ImportsOnly)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,12 +106,12 @@ func TestLessonsThatImportACheckpointAreLeftOutOfDotDotDot(t *testing.T) {
 		p, _ := strconv.Unquote(imp.Path.Value)
 		named[p] = true
 		if !imported[p] {
-			t.Errorf("lab/coursetest/deps.go imports %s, which no lessons package imports: remove it", p)
+			t.Errorf("lessons/deps/deps.go imports %s, which no lessons package imports: remove it", p)
 		}
 	}
 	for p := range imported {
 		if !named[p] {
-			t.Errorf("a lessons package imports %s: add it to lab/coursetest/deps.go (go mod tidy would drop its module)", p)
+			t.Errorf("a lessons package imports %s: add it to lessons/deps/deps.go (go mod tidy would drop its module)", p)
 		}
 	}
 	for _, dir := range ignore {

@@ -2,13 +2,18 @@ package quota_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
 	"quoteflowlab.dev/checkpoints/17/quota"
@@ -180,4 +185,150 @@ func memoryAfter(b *testing.B, rdb *redis.Client, script *redis.Script, key stri
 		b.Fatal(err)
 	}
 	return mem
+}
+
+// The rate quota's throughput against go-redis/redis_rate (GCRA), the
+// limiter a Go service would pick instead: 32 goroutines ask for one call
+// at a time on one key of a real redis-server, at a rate that admits every
+// call (a million a second), through the quota's Allow (its script: a
+// sliding window of counters; the calls that come while a round trip is
+// under way go together in the next) or redis_rate's Allow (the same
+// client settings), in interleaved rounds, each first in every other one.
+// Logged: each round's calls/s and the ratio quota / redis_rate; the median
+// ratio is the result (the bar: ≥ 1.0). Reported per call besides, which
+// a busy machine changes far less than calls/s: trips (script runs),
+// cpu-µs of this process (the client: go-redis, the quota) and of
+// redis-server (INFO cpu), and redis-µs, the time redis-server spent in
+// the scripts (INFO commandstats).
+//
+//	go test -run '^$' -bench RateThroughput -benchtime 20000x ./quota/
+func BenchmarkRateThroughput(b *testing.B) {
+	s := startRedis(b)
+	rate := quota.Rate{N: 1_000_000, Per: time.Second}
+	mine := &countingClient{Client: client(b, s.URL())}
+	q, err := quota.NewRedis(mine, quota.RedisConfig{Rate: rate, OpTimeout: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(q.Close) // before the client's Close
+	peer := &countingClient{Client: client(b, s.URL())}
+	limiter := redis_rate.NewLimiter(peer)
+	limit := redis_rate.Limit{Rate: rate.N, Burst: rate.N, Period: rate.Per}
+	viaQuota := func(ctx context.Context) error {
+		ok, _, err := q.Allow(ctx, "boreal")
+		if err == nil && !ok {
+			err = errors.New("refused")
+		}
+		return err
+	}
+	viaPeer := func(ctx context.Context) error {
+		res, err := limiter.Allow(ctx, "boreal", limit)
+		if err == nil && res.Allowed != 1 {
+			err = errors.New("refused")
+		}
+		return err
+	}
+	var ratios []float64
+	for round := range 5 {
+		var quotaNs, peerNs float64
+		runQuota := func() { b.Run("quota", func(b *testing.B) { quotaNs = benchAllow(b, mine, viaQuota) }) }
+		runPeer := func() { b.Run("redis_rate", func(b *testing.B) { peerNs = benchAllow(b, peer, viaPeer) }) }
+		if round%2 == 0 {
+			runQuota()
+			runPeer()
+		} else {
+			runPeer()
+			runQuota()
+		}
+		if quotaNs > 0 && peerNs > 0 {
+			ratios = append(ratios, peerNs/quotaNs)
+			b.Logf("round %d: quota %.0f calls/s, redis_rate %.0f calls/s: quota / redis_rate %.2f",
+				round+1, 1e9/quotaNs, 1e9/peerNs, peerNs/quotaNs)
+		}
+	}
+	if len(ratios) > 0 {
+		slices.Sort(ratios)
+		b.Logf("rate quota throughput = %.2f × redis_rate at 32 goroutines (median of %d rounds; bar ≥ 1.0)",
+			ratios[len(ratios)/2], len(ratios))
+	}
+}
+
+// benchAllow runs b.N calls of allow from 32 goroutines, all through rdb;
+// it returns ns per call and reports what each call cost (see
+// BenchmarkRateThroughput).
+func benchAllow(b *testing.B, rdb *countingClient, allow func(context.Context) error) float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // every wait capped
+	defer cancel()
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
+	c0 := costsNow(b, rdb)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for range 32 {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				if err := allow(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	b.ReportMetric(1e9/ns, "calls/s")
+	costsSince(b, rdb, c0, "call")
+	return ns
+}
+
+// costs is what the client and redis-server have used so far.
+type costs struct {
+	trips       int64
+	client, srv time.Duration
+	clientOK    bool
+}
+
+func costsNow(b *testing.B, rdb *countingClient) costs {
+	c := costs{trips: rdb.runs(""), srv: redisCPU(b, rdb.Client)}
+	c.client, c.clientOK = processCPU()
+	return c
+}
+
+// costsSince reports, per op (b.N), the round trips, the CPU of this
+// process and of redis-server since c0, and the µs redis-server spent in
+// scripts since its stats were reset.
+func costsSince(b *testing.B, rdb *countingClient, c0 costs, op string) {
+	c := costsNow(b, rdb)
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(b.N) }
+	b.ReportMetric(float64(c.trips-c0.trips)/float64(b.N), "trips/"+op)
+	if c.clientOK && c0.clientOK {
+		b.ReportMetric(per(c.client-c0.client), "cpu-µs/"+op)
+	}
+	b.ReportMetric(per(c.srv-c0.srv), "redis-cpu-µs/"+op)
+	b.ReportMetric(float64(redisBusy(b, rdb.Client))/float64(b.N), "redis-µs/"+op)
+}
+
+// redisCPU is the CPU time redis-server has used (INFO cpu: used_cpu_user
+// and used_cpu_sys, in seconds).
+func redisCPU(b *testing.B, rdb *redis.Client) time.Duration {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total time.Duration
+	for _, line := range strings.Split(info, "\n") {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "used_cpu_user" && name != "used_cpu_sys") {
+			continue
+		}
+		sec, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		total += time.Duration(sec * 1e9)
+	}
+	return total
 }

@@ -120,16 +120,18 @@ local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return refuse(math.max(1, tonumber(first[2]) - now))
 `)
 
-// releaseScript gives back lease ARGV[3], or the place in line of a caller
-// that stopped waiting for it (and the lease, if one was granted meanwhile),
-// and hands the free slots to the first in line (grantLua). ARGV[1] is the
-// limit, ARGV[2] the TTL in ms; same KEYS as acquireScript.
+// releaseScript gives back leases ARGV[3..], or the places in line of
+// callers that stopped waiting for them (and the leases, if granted
+// meanwhile), and hands the free slots to the first in line (grantLua).
+// ARGV[1] is the limit, ARGV[2] the TTL in ms; same KEYS as acquireScript.
 var releaseScript = redis.NewScript(grantLua + `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREM', KEYS[1], ARGV[3])
-redis.call('ZREM', KEYS[3], ARGV[3])
-redis.call('ZREM', KEYS[4], ARGV[3])
+for i = 3, #ARGV do
+  redis.call('ZREM', KEYS[1], ARGV[i])
+  redis.call('ZREM', KEYS[3], ARGV[i])
+  redis.call('ZREM', KEYS[4], ARGV[i])
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 grant(now, tonumber(ARGV[1]), tonumber(ARGV[2]), '')
 return 0
@@ -178,57 +180,111 @@ end
 return 0
 `)
 
-// rateScript is a sliding window weighted by cost, kept as counters: it
-// admits a call of cost ARGV[4] to KEYS[1] if the costs admitted in the
-// last ARGV[2] µs, with this one, come to at most ARGV[1]. With every cost 1
-// it counts calls. ARGV[3], the call's id, is not used.
+// rateLua is a sliding window weighted by cost, kept as counters:
+// admit(key, n, window, cost) admits a call of cost to key if the costs
+// admitted in the last window µs, with this one, come to at most n. With
+// every cost 1 it counts calls.
 //
-// KEYS[1] is a hash of buckets: field i holds the cost admitted between
-// i×width and (i+1)×width µs on Redis's clock, width = window / rateBuckets.
-// A bucket counts while any part of it is in the window, so every admission
-// of the last window is counted, and some older ones with them: the window
-// never holds more than ARGV[1] (never a call too many), and a call may wait
-// up to one bucket longer than a log of every admission would make it. The
-// memory is at most rateBuckets + 1 fields whatever the rate. A call run
-// twice (a dropped connection, retried) counts twice: less is admitted,
-// never more.
+// key is a hash of buckets: field i holds the cost admitted between
+// i×width and (i+1)×width µs on Redis's clock, width = window / rateBuckets;
+// field "t" their sum, and field "lo" the oldest bucket that may still be
+// there. A bucket counts while any part of it is in the window, so every
+// admission of the last window is counted, and some older ones with them:
+// the window never holds more than n (never a call too many), and a call
+// may wait up to one bucket longer than a log of every admission would
+// make it. An admitted call reads three fields (the sum, the oldest, its
+// bucket) and writes them in one command; the buckets that left the window
+// since the last call go (about one per bucket's width), and the key's
+// expiry moves only with a new bucket: it lives until its newest bucket
+// leaves the window. The memory is at most rateBuckets + 3 fields, whatever
+// the rate. A call run twice (a dropped connection, retried) counts twice:
+// less is admitted, never more.
 //
-// Returns 0 (admitted), the µs until enough cost leaves the window for this
-// call, or -1 when its cost is more than the whole window holds.
-var rateScript = redis.NewScript(`
+// admit returns 0 (admitted), the µs until enough cost leaves the window
+// for this call, or -1 when its cost is more than the whole window holds.
+var rateLua = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local n, window, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])
-if cost > n then
-  return -1
-end
-local width = math.ceil(window / ` + strconv.Itoa(rateBuckets) + `)
-local oldest = math.floor((now - window) / width)
-local fields = redis.call('HGETALL', KEYS[1])
-local buckets, used = {}, 0
-for i = 1, #fields, 2 do
-  local b = tonumber(fields[i])
-  if b < oldest then
-    redis.call('HDEL', KEYS[1], fields[i])
-  else
-    used = used + tonumber(fields[i + 1])
-    buckets[#buckets + 1] = b
+local function admit(key, n, window, cost)
+  if cost > n then
+    return -1
   end
-end
-if used + cost <= n then
-  redis.call('HINCRBY', KEYS[1], string.format('%.0f', math.floor(now / width)), cost)
-  redis.call('PEXPIRE', KEYS[1], math.ceil((window + width) / 1000) + 1)
-  return 0
-end
--- The oldest buckets leave first: bucket b stops counting at (b + 1) × width + window.
-table.sort(buckets)
-for _, b in ipairs(buckets) do
-  used = used - tonumber(redis.call('HGET', KEYS[1], string.format('%.0f', b)))
+  local width = math.ceil(window / ` + strconv.Itoa(rateBuckets) + `)
+  local oldest = math.floor((now - window) / width)
+  local cur = math.floor(now / width)
+  local field = string.format('%.0f', cur)
+  local state = redis.call('HMGET', key, 't', 'lo', field)
+  local used, lo, here = tonumber(state[1]), tonumber(state[2]), tonumber(state[3])
+  if not used or not lo then
+    -- A new key, or one counted without a sum (by this script before it
+    -- kept one): count the buckets once.
+    local fields = redis.call('HGETALL', key)
+    used, lo = 0, oldest
+    for i = 1, #fields, 2 do
+      local b = tonumber(fields[i])
+      if b and b >= oldest then
+        used = used + tonumber(fields[i + 1])
+      elseif b then
+        redis.call('HDEL', key, fields[i])
+      end
+    end
+  end
+  local moved = lo < oldest
+  if moved then
+    -- The buckets that left the window since the last call: at most
+    -- rateBuckets + 1 are ever there, all of them from lo on.
+    if oldest - lo > ` + strconv.Itoa(rateBuckets+1) + ` then
+      redis.call('DEL', key)
+      used, here = 0, nil
+    else
+      for b = lo, oldest - 1 do
+        local old = string.format('%.0f', b)
+        local c = redis.call('HGET', key, old)
+        if c then
+          used = used - tonumber(c)
+          redis.call('HDEL', key, old)
+        end
+      end
+    end
+    lo = oldest
+  end
   if used + cost <= n then
-    return math.max(1, (b + 1) * width + window - now)
+    redis.call('HSET', key, field, string.format('%.0f', (here or 0) + cost),
+      't', string.format('%.0f', used + cost), 'lo', string.format('%.0f', lo))
+    if not here then
+      -- A new bucket: the key lives until it leaves the window (ms).
+      redis.call('PEXPIREAT', key, string.format('%.0f', math.ceil(((cur + 1) * width + window) / 1000) + 1))
+    end
+    return 0
   end
+  if moved then
+    redis.call('HSET', key, 't', string.format('%.0f', used), 'lo', string.format('%.0f', lo))
+  end
+  -- The oldest buckets leave first: bucket b stops counting at (b + 1) × width + window.
+  for b = lo, cur do
+    local c = redis.call('HGET', key, string.format('%.0f', b))
+    if c then
+      used = used - tonumber(c)
+      if used + cost <= n then
+        return math.max(1, (b + 1) * width + window - now)
+      end
+    end
+  end
+  return 1
 end
-return 1
+`
+
+// rateScript counts the calls KEYS[i], each of cost ARGV[i+2], in turn
+// (rateLua's admit), at a rate of ARGV[1] per ARGV[2] µs: the calls of one
+// process that come while a round trip is under way go together in the
+// next (Redis.allow). Returns admit's answer for each.
+var rateScript = redis.NewScript(rateLua + `
+local n, window = tonumber(ARGV[1]), tonumber(ARGV[2])
+local out = {}
+for i = 1, #KEYS do
+  out[i] = admit(KEYS[i], n, window, tonumber(ARGV[i + 2]))
+end
+return out
 `)
 
 // rateBuckets is how many buckets a rate window is cut into (rateScript): a

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/semaphore"
 
 	"quoteflowlab.dev/checkpoints/18/quota"
@@ -56,6 +59,15 @@ func benchAcquireRelease(b *testing.B, q quota.Quota) {
 // process; redis is one quota on a real redis-server, where a waiter
 // sleeps until a release wakes it. Reported: p50, p99 and the longest
 // (max) in µs; a waiter starved would show as a max far above the p50.
+// floor is the semaphore again, each slot held for one round trip to
+// the same redis-server (a PING before the Release): what any quota whose
+// slot comes back only when Redis hears of it pays at least, on this machine
+// now. For redis also the round trips: tries/op, the acquire script's runs per
+// Acquire (1: every waiter was woken, none tried again because its timer,
+// the Poll or the first lease's expiry, fired first), and trips/op, every
+// script run (the tries and the releases); for floor and redis the CPU
+// each op cost this process and redis-server, which a busy machine changes
+// far less than the waits (see BenchmarkRateThroughput).
 //
 //	go test -run '^$' -bench Contended -benchtime 20000x ./quota/
 func BenchmarkContended(b *testing.B) {
@@ -64,10 +76,38 @@ func BenchmarkContended(b *testing.B) {
 			sem := semaphore.NewWeighted(6)
 			benchContended(b, n, func(ctx context.Context) error { return sem.Acquire(ctx, 1) }, func() { sem.Release(1) })
 		})
+		b.Run(fmt.Sprintf("floor/goroutines=%d", n), func(b *testing.B) {
+			rdb := client(b, startRedis(b).URL())
+			sem := semaphore.NewWeighted(6)
+			c0, ok0 := processCPU()
+			r0 := redisCPU(b, rdb)
+			benchContended(b, n, func(ctx context.Context) error { return sem.Acquire(ctx, 1) }, func() {
+				if err := rdb.Ping(context.Background()).Err(); err != nil {
+					b.Error(err)
+				}
+				sem.Release(1)
+			})
+			if c, ok := processCPU(); ok && ok0 {
+				b.ReportMetric(float64((c-c0).Nanoseconds())/1e3/float64(b.N), "cpu-µs/op")
+			}
+			b.ReportMetric(float64((redisCPU(b, rdb)-r0).Nanoseconds())/1e3/float64(b.N), "redis-cpu-µs/op")
+		})
 		b.Run(fmt.Sprintf("redis/goroutines=%d", n), func(b *testing.B) {
 			s := startRedis(b)
-			q := processes(b, s.URL(), 1, quota.RedisConfig{Limit: 6})[0]
+			rdb := &countingClient{Client: client(b, s.URL())}
+			q, err := quota.NewRedis(rdb, quota.RedisConfig{Limit: 6, OpTimeout: time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(q.Close) // before the client's Close
+			if err := rdb.ConfigResetStat(context.Background()).Err(); err != nil {
+				b.Fatal(err)
+			}
+			c0 := costsNow(b, rdb)
 			benchContended(b, n, q.Acquire, q.Release)
+			q.Close() // every release has run
+			b.ReportMetric(float64(rdb.runs(quota.AcquireHash))/float64(b.N), "tries/op")
+			costsSince(b, rdb, c0, "op")
 		})
 	}
 }
@@ -99,4 +139,62 @@ func benchContended(b *testing.B, goroutines int, acquire func(context.Context) 
 	b.ReportMetric(us(took[len(took)/2]), "p50-µs")
 	b.ReportMetric(us(took[len(took)*99/100]), "p99-µs")
 	b.ReportMetric(us(took[len(took)-1]), "max-µs")
+}
+
+// countingClient counts the scripts a quota runs, by hash.
+type countingClient struct {
+	*redis.Client
+	mu     sync.Mutex
+	bySHA  map[string]int64
+	allRun int64
+}
+
+func (c *countingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	c.mu.Lock()
+	if c.bySHA == nil {
+		c.bySHA = map[string]int64{}
+	}
+	c.bySHA[sha]++
+	c.allRun++
+	c.mu.Unlock()
+	return c.Client.EvalSha(ctx, sha, keys, args...)
+}
+
+// runs is how many times the script of hash sha ran ("": every script).
+func (c *countingClient) runs(sha string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if sha == "" {
+		return c.allRun
+	}
+	return c.bySHA[sha]
+}
+
+// redisBusy is the µs redis-server spent in commands so far (INFO
+// commandstats: the scripts, the publishes, everything).
+func redisBusy(b *testing.B, rdb *redis.Client) int64 {
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total int64
+	for _, line := range strings.Split(info, "\n") {
+		name, stats, ok := strings.Cut(line, ":")
+		if !ok || !strings.HasPrefix(line, "cmdstat_") {
+			continue
+		}
+		if name != "cmdstat_evalsha" && name != "cmdstat_eval" {
+			continue // run inside a script: counted in it already
+		}
+		for _, kv := range strings.Split(stats, ",") {
+			if v, ok := strings.CutPrefix(kv, "usec="); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += n
+			}
+		}
+	}
+	return total
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -198,7 +199,8 @@ func TestRedisWeightedWaitEndsWhenTheCostLeaves(t *testing.T) {
 
 // The rate quota's memory does not grow with the rate: after a thousand
 // calls admitted within one window, the key holds a counter per bucket of
-// the window (at most RateBuckets + 1 of them), not a member per call.
+// the window (at most RateBuckets + 1 of them) and their sum and oldest
+// bucket, not a member per call.
 func TestRedisRateMemoryIsBoundedWhateverTheRate(t *testing.T) {
 	t.Parallel()
 	s := startRedis(t)
@@ -211,11 +213,128 @@ func TestRedisRateMemoryIsBoundedWhateverTheRate(t *testing.T) {
 			t.Fatalf("call %d of a million per 100 ms: %v, %v; want admitted", i, ok, err)
 		}
 	}
-	n, err := client(t, s.URL()).HLen(ctx, "{quoteflow}:rate:boreal").Result()
+	fields, err := client(t, s.URL()).HKeys(ctx, "{quoteflow}:rate:boreal").Result()
 	if err != nil {
 		t.Fatalf("the rate key is not a hash of counters: %v", err)
 	}
-	if n < 1 || n > quota.RateBuckets+1 {
-		t.Errorf("after 1000 admissions the rate key holds %d counters, want 1 to %d", n, quota.RateBuckets+1)
+	counters := 0
+	for _, f := range fields {
+		if _, err := strconv.ParseInt(f, 10, 64); err == nil {
+			counters++
+		} else if f != "t" && f != "lo" {
+			t.Errorf("the rate key holds a field %q: neither a bucket, nor the sum (t), nor the oldest bucket (lo)", f)
+		}
+	}
+	if counters < 1 || counters > quota.RateBuckets+1 || len(fields) > quota.RateBuckets+3 {
+		t.Errorf("after 1000 admissions the rate key holds %d counters in %d fields, want 1 to %d counters", counters, len(fields), quota.RateBuckets+1)
+	}
+}
+
+// A steady flow under the rate is never refused: the counters drop what
+// leaves the window from their sum (a sum that only grew would refuse the
+// flow once N calls had passed, until the key expired).
+func TestRedisRateAdmitsASteadyFlowUnderTheRate(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	q := processes(t, s.URL(), 1, quota.RedisConfig{Rate: quota.Rate{N: 6, Per: 200 * time.Millisecond}})[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond) // 4 a window: room for 2 more if a busy machine bunches them
+	defer tick.Stop()
+	for i := range 20 {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+		ok, retry, err := q.Allow(ctx, "boreal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			t.Fatalf("call %d of one every 50 ms at 6 per 200 ms: refused, room in %v", i+1, retry)
+		}
+	}
+}
+
+// Calls of one process that come while a round trip is under way go
+// together in the next, and each is counted as if alone: 32 goroutines
+// asking 10 times each, on two keys at 100 per minute, get exactly 100 of
+// each key's 160 calls, in fewer round trips than calls.
+func TestRedisRateCallsShareRoundTrips(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	rdb := &countingClient{Client: client(t, s.URL())}
+	q, err := quota.NewRedis(rdb, quota.RedisConfig{Rate: quota.Rate{N: 100, Per: time.Minute}, OpTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(q.Close) // before the client's Close
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	keys := []string{"boreal", "atlas"}
+	var mu sync.Mutex
+	admitted := map[string]int{}
+	var wg sync.WaitGroup
+	for g := range 32 {
+		wg.Go(func() {
+			for i := range 10 {
+				key := keys[(g+i)%2]
+				ok, wait, err := q.Allow(ctx, key)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if !ok && wait <= 0 {
+					t.Errorf("refused with no time to wait (%v)", wait)
+				}
+				if ok {
+					mu.Lock()
+					admitted[key]++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, key := range keys {
+		if admitted[key] != 100 {
+			t.Errorf("%s: %d of 160 calls admitted at 100 per minute, want exactly 100", key, admitted[key])
+		}
+	}
+	trips := rdb.runs(quota.RateHash)
+	if trips >= 320 {
+		t.Errorf("320 calls from 32 goroutines took %d round trips: none went together", trips)
+	}
+	t.Logf("320 calls in %d round trips", trips)
+}
+
+// Close while rate calls are queued behind a round trip: every call
+// returns (admitted, refused or ErrUnavailable), and Close returns having
+// waited for the round trips it let start, none after (goleak and -race
+// see the rest).
+func TestRedisCloseWhileRateCallsAreQueued(t *testing.T) {
+	t.Parallel()
+	s := startRedis(t)
+	for range 10 {
+		q := processes(t, s.URL(), 1, quota.RedisConfig{Rate: quota.Rate{N: 1_000_000, Per: time.Second}})[0]
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					if _, _, err := q.Allow(ctx, "boreal"); err != nil {
+						if !errors.Is(err, quota.ErrUnavailable) && ctx.Err() == nil {
+							t.Errorf("Allow during Close: %v, want nil or ErrUnavailable", err)
+						}
+						return
+					}
+				}
+			})
+		}
+		time.Sleep(5 * time.Millisecond)
+		q.Close()
+		cancel()
+		wg.Wait()
 	}
 }

@@ -74,8 +74,16 @@ type Redis struct {
 	seen    string                   // the epoch last seen
 	closed  bool
 
+	rmu      sync.Mutex  // guards the rate calls' round trips (allow)
+	rsending bool        // a round trip of rate calls is under way
+	rqueue   []*rateCall // calls that go in the next
+	rclosed  bool        // Close has begun: no more sendRates
+	rates    sync.WaitGroup
+
 	renewing sync.Mutex     // held while a renewal runs: a release's removal waits for it (Release)
 	releases sync.WaitGroup // lease removals under way (Release); Close waits for them
+	giving   []string       // ids to give back (Release, leaveLine), under mu; giveBack sends them
+	sending  bool           // a giveBack runs, under mu: it also sends the ids given meanwhile
 	stop     chan struct{}
 	stopped  chan struct{}
 	woke     chan struct{} // closed when wakeLoop has ended
@@ -190,7 +198,7 @@ func (q *Redis) Acquire(ctx context.Context) error {
 			// a slot would be granted to a waiter who is gone), it leaves the
 			// line. A first try that failed because Redis is down put nothing
 			// there.
-			if err != nil && (n > 0 || ctx.Err() != nil) {
+			if err != nil && (n > 0 || callerGone(ctx) != nil) {
 				q.leaveLine(id)
 			}
 			return err
@@ -299,27 +307,56 @@ func (q *Redis) wakeLoop() {
 // TTL, but until then they would hold a slot for a caller who is gone).
 func (q *Redis) leaveLine(id string) {
 	q.mu.Lock()
-	closed := q.closed
-	if !closed {
-		q.releases.Add(1) // before Close can wait: it sets closed under mu
-	}
-	q.mu.Unlock()
-	if closed {
-		return
-	}
-	go func() {
-		defer q.releases.Done()
-		q.giveBack(id)
-	}()
+	defer q.mu.Unlock()
+	q.giveLocked(id)
 }
 
-// giveBack runs releaseScript for id: the lease, or the place in line, is
-// given back and a free slot goes to the first in line.
-func (q *Redis) giveBack(id string) {
-	ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
-	defer cancel()
-	releaseScript.Run(ctx, q.rdb, []string{q.leases, q.epoch, q.waiting, q.line},
-		q.limit, q.ttl.Milliseconds(), id)
+// giveLocked queues id to be given back, and starts giveBack unless one
+// runs (it will send id too). The caller holds mu. After Close it does
+// nothing: the lease, or the place, expires by itself within the TTL.
+func (q *Redis) giveLocked(id string) {
+	if q.closed {
+		return
+	}
+	q.giving = append(q.giving, id)
+	if q.sending {
+		return
+	}
+	q.sending = true
+	q.releases.Add(1) // before Close can wait: it sets closed under mu
+	go q.giveBack()
+}
+
+// giveBack runs releaseScript for the ids queued to be given back, in one
+// round trip, until none is left: the releases that come while one round
+// trip is under way go together in the next, so under contention a
+// release costs Redis and this process a fraction of a round trip. Each
+// lease, or place in line, is given back and the free slots go to the first
+// in line. It runs after any renewal in flight (which might otherwise add
+// a lease back).
+func (q *Redis) giveBack() {
+	defer q.releases.Done()
+	for {
+		q.mu.Lock()
+		ids := q.giving
+		q.giving = nil
+		if len(ids) == 0 {
+			q.sending = false
+			q.mu.Unlock()
+			return
+		}
+		q.mu.Unlock()
+		q.renewing.Lock() // a renewal that read a lease before it left has ended
+		q.renewing.Unlock()
+		args := make([]any, 0, 2+len(ids))
+		args = append(args, q.limit, q.ttl.Milliseconds())
+		for _, id := range ids {
+			args = append(args, id)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
+		releaseScript.Run(ctx, q.rdb, []string{q.leases, q.epoch, q.waiting, q.line}, args...)
+		cancel()
+	}
 }
 
 // tryAcquire runs acquireScript once: one round trip, atomic. wait says the
@@ -380,35 +417,25 @@ func (q *Redis) keepPlaces() {
 // Release gives back one of the leases this process holds (they are all
 // alike); it panics when none is held. It waits for nothing: the lease
 // leaves the held set at once, so no later renewal names it, and is removed
-// from Redis in the background, after any renewal in flight (which might
-// otherwise add it back) and within OpTimeout; the slot goes to the first
-// caller in line, if any, and wakes it. A stalled Redis, or a
-// renewal stuck in one, never delays the caller's answer. If Redis cannot
-// be reached the lease expires by itself within the TTL.
+// from Redis in the background (giveBack: with the other releases of this
+// process that come meanwhile, in one round trip), after any renewal in
+// flight (which might otherwise add it back) and within OpTimeout; the slot
+// goes to the first caller in line, if any, and wakes it. A stalled Redis,
+// or a renewal stuck in one, never delays the caller's answer. If Redis
+// cannot be reached, or after Close, the lease expires by itself within
+// the TTL.
 func (q *Redis) Release() {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	var id string
 	for id = range q.held {
 		break
 	}
-	delete(q.held, id)
-	closed := q.closed
-	if !closed && id != "" {
-		q.releases.Add(1) // before Close can wait: it sets closed under mu
-	}
-	q.mu.Unlock()
 	if id == "" {
 		panic("quota: Release without a matching Acquire")
 	}
-	if closed {
-		return // no more renewals: the lease expires within the TTL
-	}
-	go func() {
-		defer q.releases.Done()
-		q.renewing.Lock() // a renewal that read the lease before it left has ended
-		q.renewing.Unlock()
-		q.giveBack(id)
-	}()
+	delete(q.held, id)
+	q.giveLocked(id)
 }
 
 // renewLoop renews every held lease every TTL/3, in one round trip.
@@ -467,9 +494,8 @@ func (q *Redis) WaitN(ctx context.Context, key string, cost int) error {
 	if q.rate.Unlimited() {
 		return nil
 	}
-	id := q.newID()
 	for {
-		ok, wait, err := q.allow(ctx, key, id, cost)
+		ok, wait, err := q.allow(ctx, key, cost)
 		if err != nil || ok {
 			return err
 		}
@@ -490,23 +516,148 @@ func (q *Redis) Allow(ctx context.Context, key string) (ok bool, retryAfter time
 	if q.rate.Unlimited() {
 		return true, 0, nil
 	}
-	return q.allow(ctx, key, q.newID(), 1)
+	return q.allow(ctx, key, 1)
 }
 
-// allow runs the rate script once for a call of cost: ok, or how long until
-// it could fit (negative: never, its cost is more than the rate).
-func (q *Redis) allow(ctx context.Context, key, id string, cost int) (bool, time.Duration, error) {
+// rateCall is a call to be counted by the rate script, queued while
+// another round trip is under way (allow).
+type rateCall struct {
+	key    string
+	cost   int
+	answer chan rateAnswer // buffered: whoever sends never waits for the caller
+}
+
+// errClosed answers the rate calls queued when Close has begun.
+var errClosed = errors.New("the quota is closed")
+
+// rateAnswer is the script's answer for one call (µs to wait, 0: admitted),
+// or the round trip's error.
+type rateAnswer struct {
+	us  int64
+	err error
+}
+
+// allow runs the rate script for a call of cost: ok, or how long until it
+// could fit (negative: never, its cost is more than the rate). A call that
+// finds no round trip of this process's rate calls under way makes its own,
+// bounded by ctx and OpTimeout. One that comes while one is under way waits
+// for it to end and goes with every other call queued meanwhile in the
+// next, one round trip for them all (sendRates): under load, a call costs
+// this process and Redis a share of a round trip. It waits for that answer
+// until ctx ends; a call given up on may still be counted (less is
+// admitted, never more).
+func (q *Redis) allow(ctx context.Context, key string, cost int) (bool, time.Duration, error) {
 	if cost < 1 {
 		cost = 1
 	}
-	op, cancel := context.WithTimeout(ctx, q.opTimeout)
-	defer cancel()
-	us, err := rateScript.Run(op, q.rdb, []string{q.prefix + "rate:" + key},
-		q.rate.N, q.rate.Per.Microseconds(), id, cost).Int64()
-	if err != nil {
-		return false, 0, q.unavailable(ctx, err)
+	key = q.prefix + "rate:" + key
+	q.rmu.Lock()
+	if q.rsending {
+		c := &rateCall{key: key, cost: cost, answer: make(chan rateAnswer, 1)}
+		q.rqueue = append(q.rqueue, c)
+		q.rmu.Unlock()
+		select {
+		case a := <-c.answer:
+			return q.rateAnswer(ctx, a)
+		case <-ctx.Done():
+			return false, 0, ctx.Err()
+		}
 	}
-	return us == 0, time.Duration(us) * time.Microsecond, nil
+	q.rsending = true
+	q.rmu.Unlock()
+	op, cancel := context.WithTimeout(ctx, q.opTimeout)
+	us, err := q.runRates(op, []string{key}, cost)
+	cancel()
+	q.sendQueued()
+	a := rateAnswer{err: err}
+	if err == nil {
+		a.us = us[0]
+	}
+	return q.rateAnswer(ctx, a)
+}
+
+func (q *Redis) rateAnswer(ctx context.Context, a rateAnswer) (bool, time.Duration, error) {
+	if a.err != nil {
+		return false, 0, q.unavailable(ctx, a.err)
+	}
+	return a.us == 0, time.Duration(a.us) * time.Microsecond, nil
+}
+
+// runRates runs the rate script once for calls to keys, of costs.
+func (q *Redis) runRates(ctx context.Context, keys []string, costs ...int) ([]int64, error) {
+	args := make([]any, 2, 2+len(costs))
+	args[0], args[1] = q.rate.N, q.rate.Per.Microseconds()
+	for _, c := range costs {
+		args = append(args, c)
+	}
+	us, err := rateScript.Run(ctx, q.rdb, keys, args...).Int64Slice()
+	if err == nil && len(us) != len(keys) {
+		err = fmt.Errorf("the rate script answered %d calls of %d", len(us), len(keys))
+	}
+	return us, err
+}
+
+// sendQueued ends this process's round trip of rate calls: the calls
+// queued meanwhile go together in one more (sendRates), or, if none is,
+// the next call makes its own.
+func (q *Redis) sendQueued() {
+	q.rmu.Lock()
+	defer q.rmu.Unlock()
+	if len(q.rqueue) == 0 {
+		q.rsending = false
+		return
+	}
+	calls := q.rqueue
+	q.rqueue = nil
+	if q.rclosed { // Close waits for no more sendRates
+		q.rsending = false
+		for _, c := range calls {
+			c.answer <- rateAnswer{err: errClosed}
+		}
+		return
+	}
+	q.rates.Add(1) // under rmu, before Close sets rclosed and waits
+	go q.sendRates(calls)
+}
+
+// sendRates runs the rate script for calls, one round trip bounded by
+// OpTimeout, gives each its answer, and goes on with the calls queued
+// meanwhile until none is left. After Close it answers them ErrUnavailable.
+func (q *Redis) sendRates(calls []*rateCall) {
+	defer q.rates.Done()
+	for {
+		var us []int64
+		err := errClosed
+		q.rmu.Lock()
+		closed := q.rclosed
+		q.rmu.Unlock()
+		if !closed {
+			keys := make([]string, len(calls))
+			costs := make([]int, len(calls))
+			for i, c := range calls {
+				keys[i], costs[i] = c.key, c.cost
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), q.opTimeout)
+			us, err = q.runRates(ctx, keys, costs...)
+			cancel()
+		}
+		for i, c := range calls {
+			a := rateAnswer{err: err}
+			if err == nil {
+				a.us = us[i]
+			}
+			c.answer <- a
+		}
+		q.rmu.Lock()
+		calls = q.rqueue
+		q.rqueue = nil
+		if len(calls) == 0 {
+			q.rsending = false
+			q.rmu.Unlock()
+			return
+		}
+		q.rmu.Unlock()
+	}
 }
 
 // Held is the number of leases this process holds now.
@@ -535,15 +686,33 @@ func (q *Redis) Close() {
 	<-q.stopped
 	<-q.woke
 	q.releases.Wait()
+	q.rmu.Lock()
+	q.rclosed = true
+	q.rmu.Unlock()
+	q.rates.Wait()
 }
 
 // unavailable classifies a failed round trip: the caller's own deadline or
 // cancellation is reported as ctx's error, anything else as ErrUnavailable.
 func (q *Redis) unavailable(ctx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
+	if ctxErr := callerGone(ctx); ctxErr != nil {
 		return ctxErr
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// callerGone is ctx's error, or context.DeadlineExceeded once its deadline
+// has passed even if ctx does not say so yet: go-redis gives the socket
+// ctx's deadline, and the network may report its timeout an instant before
+// ctx's own timer fires. Such a timeout is the caller's, not the store's.
+func callerGone(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if deadline, ok := ctx.Deadline(); ok && !time.Now().Before(deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 func (q *Redis) newID() string {

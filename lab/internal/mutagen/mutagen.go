@@ -3,15 +3,8 @@
 // hand. It knows no lesson: it is given a file and the functions in scope,
 // and returns each mutant as a check.Check of kind mutant whose edit is
 // whole lines inside one function body, so that every mutant compiles into
-// one mutant schema (package schemata) beside the hand-written ones.
-//
-// The operators (Op* below): a relational boundary (< ↔ <=, > ↔ >=), == ↔ !=,
-// a condition negated, one operand of && or || dropped, one case of a switch
-// removed, one value of a case list removed, one element of a literal set or
-// map of constants removed, an integer or float constant one step off (+1,
-// −1, ×2, ÷2, 0), a call statement removed (a cancel, a release, an ack,
-// a Close), an assignment removed (a field of a result), the branches of an
-// if/else swapped, and a return at the top of a function with no results.
+// one mutant schema (package schemata) beside the hand-written ones. The
+// operators are the Op* constants below.
 //
 // Names are deterministic: gen_<function>_<operator>_<k>, k counting the
 // operator's sites in that function in source order, so an edit elsewhere
@@ -91,45 +84,56 @@ func (m Mutant) Edit() string {
 // slash path file (from the repository root). Their names are not yet
 // unique across files: FromScope prefixes the package where two collide.
 func Generate(file string, src []byte, funcs []string) ([]Mutant, error) {
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, file, src, parser.ParseComments|parser.SkipObjectResolution)
+	gs, err := gens(file, src, funcs, "scope")
 	if err != nil {
 		return nil, err
 	}
-	all := slices.Contains(funcs, "*")
-	found := map[string]bool{}
 	var out []Mutant
 	seen := map[string]bool{} // edited file content → already made
-	for _, d := range f.Decls {
-		fd, ok := d.(*ast.FuncDecl)
-		if !ok || fd.Body == nil {
-			continue
-		}
-		key := FuncKey(fd)
-		if !all && !slices.Contains(funcs, key) {
-			continue
-		}
-		found[key] = true
-		g := &gen{fset: fset, src: src, file: file, fd: fd, key: key, count: map[string]int{}, skip: map[token.Pos]bool{}, pkgs: imported(f)}
+	for _, g := range gs {
 		g.walk()
 		for _, m := range g.out {
 			edited, err := m.Apply(string(src))
-			if err != nil {
-				continue
-			}
-			if seen[edited] || edited == string(src) {
+			if err != nil || seen[edited] || edited == string(src) {
 				continue
 			}
 			seen[edited] = true
 			out = append(out, m.Mutant)
 		}
 	}
+	return out, nil
+}
+
+// gens are the generators of the functions of src (the file at slash path
+// file) that funcs names ("*": every one); a name with no function is an
+// error, which says that from names it.
+func gens(file string, src []byte, funcs []string, from string) ([]*gen, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, src, parser.ParseComments|parser.SkipObjectResolution)
+	if err != nil {
+		return nil, err
+	}
+	pkgs := imported(f)
+	found := map[string]bool{}
+	var gs []*gen
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Body == nil {
+			continue
+		}
+		key := FuncKey(fd)
+		if !slices.Contains(funcs, "*") && !slices.Contains(funcs, key) {
+			continue
+		}
+		found[key] = true
+		gs = append(gs, &gen{fset: fset, src: src, file: file, fd: fd, key: key, count: map[string]int{}, skip: map[token.Pos]bool{}, pkgs: pkgs})
+	}
 	for _, k := range funcs {
 		if k != "*" && !found[k] {
-			return nil, fmt.Errorf("%s: no function %s (scope names functions as Name or Recv.Name)", file, k)
+			return nil, fmt.Errorf("%s: no function %s (%s names functions as Name or Recv.Name)", file, k, from)
 		}
 	}
-	return out, nil
+	return gs, nil
 }
 
 // FuncKey names a function or method in its package: "Name" or "Recv.Name".
@@ -141,18 +145,14 @@ func FuncKey(d *ast.FuncDecl) string {
 	if s, ok := t.(*ast.StarExpr); ok {
 		t = s.X
 	}
-	switch t := t.(type) {
+	switch g := t.(type) { // a generic type's: T[P] or T[P, Q]
 	case *ast.IndexExpr:
-		t2 := t.X
-		if id, ok := t2.(*ast.Ident); ok {
-			return id.Name + "." + d.Name.Name
-		}
+		t = g.X
 	case *ast.IndexListExpr:
-		if id, ok := t.X.(*ast.Ident); ok {
-			return id.Name + "." + d.Name.Name
-		}
-	case *ast.Ident:
-		return t.Name + "." + d.Name.Name
+		t = g.X
+	}
+	if id, ok := t.(*ast.Ident); ok {
+		return id.Name + "." + d.Name.Name
 	}
 	return "_." + d.Name.Name
 }
@@ -361,21 +361,14 @@ func isNil(e ast.Expr) bool {
 
 // isEquality: an == or != comparison (its negation is eq_flip's mutant).
 func isEquality(e ast.Expr) bool {
-	for {
-		p, ok := e.(*ast.ParenExpr)
-		if !ok {
-			break
-		}
-		e = p.X
-	}
-	b, ok := e.(*ast.BinaryExpr)
+	b, ok := ast.Unparen(e).(*ast.BinaryExpr)
 	return ok && (b.Op == token.EQL || b.Op == token.NEQ)
 }
 
 func (g *gen) binary(b *ast.BinaryExpr) {
 	opAt := g.off(b.OpPos)
 	opEnd := opAt + len(b.Op.String())
-	swap := map[token.Token]string{token.LSS: "<=", token.LEQ: "<", token.GTR: ">=", token.GEQ: ">"}
+	swap := map[token.Token]string{token.LSS: "<=", token.LEQ: "<", token.GTR: ">=", token.GEQ: ">", token.EQL: "!=", token.NEQ: "=="}
 	switch b.Op {
 	case token.LSS, token.LEQ, token.GTR, token.GEQ:
 		g.add(OpBoundary, g.site(OpBoundary), rep{opAt, opEnd, swap[b.Op]})
@@ -383,11 +376,7 @@ func (g *gen) binary(b *ast.BinaryExpr) {
 		if isNil(b.X) || isNil(b.Y) {
 			return // err != nil flipped breaks every run: nothing to learn
 		}
-		to := "!="
-		if b.Op == token.NEQ {
-			to = "=="
-		}
-		g.add(OpEqFlip, g.site(OpEqFlip), rep{opAt, opEnd, to})
+		g.add(OpEqFlip, g.site(OpEqFlip), rep{opAt, opEnd, swap[b.Op]})
 	case token.LAND, token.LOR:
 		k := g.site("drop")
 		g.add(OpDropRight, k, rep{g.off(b.X.End()), g.off(b.End()), ""})

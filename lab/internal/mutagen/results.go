@@ -124,24 +124,17 @@ func placeOf(where string) string {
 // Write renders r as text (generated.txt).
 func (r *Results) Write(w io.Writer) error {
 	b := bufio.NewWriter(w)
+	head := fmt.Sprintf("# %s: generated mutants of the code in scope.txt, each run %d times against the reference answer.\n"+
+		"# Written by the kill-set run; edit only the review: lines (a survivor's verdict: %s).\n", r.Exercise, r.Runs, strings.Join(ReviewKinds, " | "))
+	counts := fmt.Sprintf("%d required, %d merged into them, %d survivors, %d unstable, %d hang",
+		r.Count(Required), r.Count(Merged), r.Count(Survivor), r.Count(Unstable), r.Count(Hangs))
 	if r.Wheats {
-		fmt.Fprintf(b, "# %s: generated wheats, every change allowed.txt allows, each run %d times against the reference answer.\n", r.Exercise, r.Runs)
-		fmt.Fprintf(b, "# Written by the wheat run; edit only the review: lines (a rejected wheat's verdict: %s).\n", WheatReviewKind)
-	} else {
-		fmt.Fprintf(b, "# %s: generated mutants of the code in scope.txt, each run %d times against the reference answer.\n", r.Exercise, r.Runs)
-		fmt.Fprintf(b, "# Written by the kill-set run; edit only the review: lines (a survivor's verdict: %s).\n", strings.Join(ReviewKinds, " | "))
+		head = fmt.Sprintf("# %s: generated wheats, every change allowed.txt allows, each run %d times against the reference answer.\n"+
+			"# Written by the wheat run; edit only the review: lines (a rejected wheat's verdict: %s).\n", r.Exercise, r.Runs, WheatReviewKind)
+		counts = fmt.Sprintf("%d wheats, %d rejected", r.Count(Wheat), r.Count(Rejected))
 	}
-	fmt.Fprintf(b, "# Remake: %s\n", r.Command)
-	fmt.Fprintf(b, "covers: %s\n", r.Covers)
-	fmt.Fprintf(b, "generator: %s\n", r.Generator)
-	fmt.Fprintf(b, "runs: %d\n", r.Runs)
-	if r.Wheats {
-		fmt.Fprintf(b, "counts: %d generated, %d did not compile (dropped); %d wheats, %d rejected\n",
-			len(r.Entries)+r.Dropped, r.Dropped, r.Count(Wheat), r.Count(Rejected))
-	} else {
-		fmt.Fprintf(b, "counts: %d generated, %d did not compile (dropped); %d required, %d merged into them, %d survivors, %d unstable, %d hang\n",
-			len(r.Entries)+r.Dropped, r.Dropped, r.Count(Required), r.Count(Merged), r.Count(Survivor), r.Count(Unstable), r.Count(Hangs))
-	}
+	fmt.Fprintf(b, "%s# Remake: %s\ncovers: %s\ngenerator: %s\nruns: %d\n", head, r.Command, r.Covers, r.Generator, r.Runs)
+	fmt.Fprintf(b, "counts: %d generated, %d did not compile (dropped); %s\n", len(r.Entries)+r.Dropped, r.Dropped, counts)
 	for _, e := range r.Entries {
 		status := e.Status
 		if e.Status == Merged {
@@ -239,21 +232,4 @@ func ParseResults(text string) (*Results, error) {
 		}
 	}
 	return r, nil
-}
-
-// ReviewKind returns the verdict of a review line, or "" when it has none
-// of ReviewKinds or no reason after it.
-func ReviewKind(review string) string {
-	kind, reason, ok := strings.Cut(review, ":")
-	if !ok || strings.TrimSpace(reason) == "" || !slices.Contains(ReviewKinds, strings.TrimSpace(kind)) {
-		return ""
-	}
-	return strings.TrimSpace(kind)
-}
-
-// WheatReviewed reports whether a rejected wheat's review line gives its
-// verdict (WheatReviewKind) and a reason.
-func WheatReviewed(review string) bool {
-	kind, reason, ok := strings.Cut(review, ":")
-	return ok && strings.TrimSpace(kind) == WheatReviewKind && strings.TrimSpace(reason) != ""
 }

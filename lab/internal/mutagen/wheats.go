@@ -3,7 +3,6 @@ package mutagen
 import (
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"os"
 	"path"
@@ -16,20 +15,14 @@ import (
 )
 
 // Wheats are generated like mutants, from what a lesson's contract allows
-// (its allowed.txt), not from a list: every place in the named functions
-// where the change can be made gives a wheat, and the reference answer
-// decides, by passing on it every run, that it is one an answer must pass
-// too. A wheat it fails on is reviewed: the contract promises what it
-// changes, or the reference pins more than the contract (then fix the
-// reference).
+// (its allowed.txt): every place in the named functions where the change
+// can be made gives a wheat, which the reference answer must pass every
+// run (else it is reviewed: the contract promises what it changes, or the
+// reference pins more than the contract). The changes:
 //
-// The changes (WheatOp*):
-//
-//   - later D: the function itself, every goroutine it starts (`go func() {…}()`,
-//     `x.Go(func() {…})`) begin D later (a select on time.After(D) and
-//     ctx.Done() where a ctx is in scope, else time.Sleep(D)), and every
-//     timer it sets (time.NewTimer, time.After, time.AfterFunc) fires D
-//     later: the contract promises "not before", never "at once";
+//   - later D: the function itself and every goroutine it starts begin D
+//     later (waiting on ctx too where one is in scope), and every timer it
+//     sets fires D later: the contract promises "not before", never "at once";
 //   - reversed: every `for … range` over a slice in the function visits the
 //     elements last to first: the contract promises no order.
 //
@@ -139,25 +132,15 @@ func WheatsFromAllowed(root string, a Allowed) ([]Mutant, error) {
 
 // GenerateWheats returns the wheats rule r makes of src (the file r.File).
 func GenerateWheats(r Rule, src []byte) ([]Mutant, error) {
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, r.File, src, parser.ParseComments|parser.SkipObjectResolution)
+	gs, err := gens(r.File, src, r.Funcs, "allowed.txt")
 	if err != nil {
 		return nil, err
 	}
-	pkgs := imported(f)
-	found := map[string]bool{}
 	var out []Mutant
-	for _, d := range f.Decls {
-		fd, ok := d.(*ast.FuncDecl)
-		if !ok || fd.Body == nil || !slices.Contains(r.Funcs, FuncKey(fd)) {
-			continue
-		}
-		key := FuncKey(fd)
-		found[key] = true
-		g := &gen{fset: fset, src: src, file: r.File, fd: fd, key: key, count: map[string]int{}, pkgs: pkgs}
+	for _, g := range gs {
 		switch r.Op {
 		case WheatLater:
-			if pkgs["time"] {
+			if g.pkgs["time"] {
 				g.later(r.Delay)
 			}
 		case WheatReversed:
@@ -170,11 +153,6 @@ func GenerateWheats(r Rule, src []byte) ([]Mutant, error) {
 			if _, err := m.Apply(string(src)); err == nil {
 				out = append(out, m)
 			}
-		}
-	}
-	for _, k := range r.Funcs {
-		if !found[k] {
-			return nil, fmt.Errorf("%s: no function %s (allowed.txt names functions as Name or Recv.Name)", r.File, k)
 		}
 	}
 	return out, nil

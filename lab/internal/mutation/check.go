@@ -25,6 +25,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	mathrand "math/rand/v2"
 	"os"
 	"path/filepath"
@@ -60,25 +61,21 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 		Properties:    []report.Prop{},
 		Repeat:        o.Repeat,
 	}
-	// A key of its own for every check: the values that select each build
-	// are derived from it, and with a key kept from check to check they were
-	// too: an answer that logged the value it ran with under `--only NAME`
-	// (which says which build ran) learned the checkpoint's value and
-	// passed every later check by behaving well on that value alone. A
-	// fresh key costs the schema's packages a compile each check (E14's full
-	// check 3.1 → 3.75 s here).
+	// A fresh key for every check: the values that select each build derive
+	// from it, and a kept key let an answer that logged its value under
+	// `--only NAME` recognise the checkpoint in every later check (the cost:
+	// the schema's packages compiled each check, E14's check 3.1 → 3.75 s).
 	grade.TakeKey(o.CacheDir, grade.SchemataKey) // a key an older lab left: gone from the disk
+	defer func() { r.ElapsedMS = time.Since(start).Milliseconds() }()
 	s, err := grade.Open(o, grade.Keep{})
 	if err != nil {
 		r.Verdict, r.Summary = report.Failed, msg.T("mut.no_course", err)
-		r.ElapsedMS = time.Since(start).Milliseconds()
 		return r
 	}
 	defer func() {
 		m := s.Close()
 		m.MaxStarved = s.MaxStarved()
 		r.Machine = &m
-		r.ElapsedMS = time.Since(start).Milliseconds()
 	}()
 
 	vs, err := check.Of(o.Root, l, check.Builds, o.Only)
@@ -91,19 +88,7 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 		r.Properties = append(r.Properties, newProp(v))
 	}
 	c := &checker{o: o, s: s, r: &r}
-	if l.Redis {
-		// A redis-server per run: the first ones start while the answer
-		// builds.
-		c.redisUp = make(chan struct{})
-		go func() {
-			defer close(c.redisUp)
-			var err error
-			if c.redis, err = startRedis(ctx, filepath.Join(o.CacheDir, "redis"), (len(vs)+1)*o.Repeat); err != nil {
-				c.note(msg.T("mut.no_redis", err))
-			}
-		}()
-		defer func() { <-c.redisUp; c.redis.close() }()
-	}
+	defer c.startRedis(ctx, (len(vs)+1)*o.Repeat, func(err error) { c.note(msg.T("mut.no_redis", err)) })()
 	built := time.Now()
 	b, err := c.prepare(ctx, vs)
 	r.BuildMS = time.Since(built).Milliseconds()
@@ -111,9 +96,7 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 		r.Verdict, r.Summary = report.Failed, err.Error()
 		return r
 	}
-	if c.redisUp != nil {
-		<-c.redisUp
-	}
+	<-c.redisUp
 	// The reference and the variants run at once: the variants' results
 	// count only when the reference passed; when it did not, they are
 	// stopped and left not run.
@@ -133,7 +116,7 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 	}()
 	var js []judged
 	if b.mainRes.OK() {
-		js = c.variants(vctx, b, vs[:handWritten])
+		js = c.variantsFrom(vctx, b, vs[:handWritten], 0)
 	}
 	<-refDone
 	js = c.generated(vctx, b, vs, handWritten, ref, js, start)
@@ -142,13 +125,11 @@ func Check(ctx context.Context, req grade.Request) (r report.Report) {
 	}
 	r.Reference = c.referenceRun(b, ref)
 	for i, v := range vs {
-		if i < len(js) && js[i].ran {
+		switch {
+		case r.Reference.Status != report.Pass:
+			r.Properties[i] = newProp(v) // only a passing reference makes them count
+		case i < len(js) && js[i].ran:
 			setProp(&r.Properties[i], v, js[i], c.o.Timeout)
-		}
-	}
-	if r.Reference.Status != report.Pass {
-		for i, v := range vs {
-			r.Properties[i] = newProp(v)
 		}
 	}
 	c.decide()
@@ -172,12 +153,32 @@ type checker struct {
 	r             *report.Report
 	mu            sync.Mutex // guards r's notes while runs go at once
 	// redis gives each run a redis-server of its own (lessons with Redis),
-	// nil without; set before the first run (redisUp closed), then read only.
+	// nil without; set when redisUp is closed (startRedis), then read only.
 	redis   *redisPool
 	redisUp chan struct{}
 	// refFlaky: with --repeat, the answer's result on the correct
 	// checkpoint changed from run to run.
 	refFlaky bool
+}
+
+// startRedis starts c.redis in the background for a lesson with Redis:
+// the first servers start while the answer builds, and redisUp is closed
+// once they are up (or could not start: failed says why). It returns what
+// stops them all.
+func (c *checker) startRedis(ctx context.Context, runs int, failed func(error)) (stop func()) {
+	c.redisUp = make(chan struct{})
+	if !c.o.Lesson.Redis {
+		close(c.redisUp)
+		return func() {}
+	}
+	go func() {
+		defer close(c.redisUp)
+		var err error
+		if c.redis, err = startRedis(ctx, filepath.Join(c.o.CacheDir, "redis"), runs); err != nil {
+			failed(err)
+		}
+	}()
+	return func() { <-c.redisUp; c.redis.close() }
 }
 
 // builds are the binaries of one check: the main one (the schema, or the
@@ -213,11 +214,13 @@ func (c *checker) prepare(ctx context.Context, vs []check.Check) (*builds, error
 	b.main = filepath.Join(b.dir, runner.Exe("answer"))
 
 	var separate []schemata.Separate
+	var files map[string]string // what the main build swaps in
 	if !o.Separate && len(vs) > 0 {
 		b.schema, separate, err = schemata.Generate(o.Root, filepath.Join(b.dir, "schema"), vs, c.s.Key)
 		if err != nil {
 			return nil, err // a stale edit: the course's bug, said plainly
 		}
+		files = b.schema.Files
 	} else {
 		for _, v := range vs {
 			separate = append(separate, schemata.Separate{Variant: v, Reason: "--separate"})
@@ -226,7 +229,7 @@ func (c *checker) prepare(ctx context.Context, vs []check.Check) (*builds, error
 	for _, s := range separate {
 		b.own[s.Variant.Name] = "" // built when the reference passes
 	}
-	overlay, err := c.overlay(b, "main", b.schemaFiles())
+	overlay, err := c.overlay(b, "main", files)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +239,7 @@ func (c *checker) prepare(ctx context.Context, vs []check.Check) (*builds, error
 	if b.schema == nil {
 		what = "the answer on the checkpoint"
 	}
-	c.built(what, b.mainRes)
+	c.step("build", what, b.mainRes.Elapsed)
 	if !b.mainRes.OK() && b.schema != nil && ctx.Err() == nil {
 		// Whose fault? Build the plain checkpoint: if that builds, the
 		// schema is not viable (a course bug), and each variant gets a
@@ -246,7 +249,7 @@ func (c *checker) prepare(ctx context.Context, vs []check.Check) (*builds, error
 			return nil, err
 		}
 		res := runner.Build(ctx, o.Root, plain, b.main, b.pkg)
-		c.built("the answer on the plain checkpoint (the schema did not build)", res)
+		c.step("build", "the answer on the plain checkpoint (the schema did not build)", res.Elapsed)
 		if res.OK() {
 			c.note(msg.T("mut.schema_failed") + "\n" + report.Shorten(buildOutput(b.mainRes), 600))
 			for _, v := range b.schema.Members {
@@ -270,13 +273,6 @@ func (b *builds) clean() {
 	}
 }
 
-func (b *builds) schemaFiles() map[string]string {
-	if b.schema == nil {
-		return nil
-	}
-	return b.schema.Files
-}
-
 // overlay writes an overlay file named name holding files plus the
 // answer's own files when it lives outside the root.
 func (c *checker) overlay(b *builds, name string, files map[string]string) (string, error) {
@@ -284,12 +280,8 @@ func (c *checker) overlay(b *builds, name string, files map[string]string) (stri
 		return "", nil
 	}
 	ov := check.Overlay{Replace: map[string]string{}}
-	for k, v := range files {
-		ov.Replace[k] = v
-	}
-	for k, v := range b.external {
-		ov.Replace[k] = v
-	}
+	maps.Copy(ov.Replace, files)
+	maps.Copy(ov.Replace, b.external)
 	return check.WriteOverlayFile(filepath.Join(b.dir, "overlay-"+name), ov)
 }
 
@@ -328,28 +320,18 @@ func (c *checker) referenceRun(b *builds, res judged) *report.Run {
 	return run
 }
 
-// variants runs the answer on each mutant and wheat once (a round) and
-// returns what it did on each; what does not build is reported here.
-func (c *checker) variants(ctx context.Context, b *builds, vs []check.Check) []judged {
-	return c.variantsFrom(ctx, b, vs, 0)
-}
-
-// variantsFrom is variants for vs[from:], whose properties are
-// c.r.Properties[from:]; the judged it returns are for vs[from:].
+// variantsFrom runs the answer once (a round) on each mutant and wheat of
+// all[from:], whose properties are c.r.Properties[from:], and returns what
+// it did on each; what does not build is reported here.
 func (c *checker) variantsFrom(ctx context.Context, b *builds, all []check.Check, from int) []judged {
 	vs := all[from:]
 	began := time.Now()
 	c.buildOwn(ctx, b, vs)
 	c.r.BuildMS += time.Since(began).Milliseconds()
-	// A few runs at a time (besides the reference's): each answer mostly
-	// waits on its fake suppliers or its Redis, so several fit on a 2-core
-	// machine, and a run that a neighbour held back is caught by the busy
-	// check and run again.
+	// runsAtOnce at a time, in a new random order each check: in a fixed
+	// one, an answer whose runs note when they start could tell them apart.
 	sem := make(chan struct{}, runsAtOnce)
 	var wg sync.WaitGroup
-	// The runs start in a new random order each check: in a fixed one, an
-	// answer whose runs note when they start (in a file they share) could
-	// tell the later ones apart.
 	js := make([]judged, len(vs))
 	order := mathrand.Perm(len(vs))
 	for _, k := range order {
@@ -398,15 +380,10 @@ func (b *builds) target(v check.Check) (bin, env, notViable string) {
 
 // secondRound runs every build again — the correct checkpoint, each mutant
 // and each wheat, all at once in a new random order — when a run of the
-// first round went wrong while the machine was busy, and the second round
-// decides. Running only the builds that went wrong would tell the answer
-// which they are (a build it sees twice): an answer that fails every build
-// it sees once and passes the second time would then pass the correct
-// checkpoint and the wheats and "catch" every mutant, and one that does the
-// reverse would catch every mutant it let through. In a full round every
-// build is one it has seen once. A build that goes wrong again while the
-// machine is busy is inconclusive, unless a correct build failed word for
-// word as in the first round: then the failure is the answer's.
+// first round went wrong while the machine was busy; the second round
+// decides (settle). Every build, not only those that went wrong: an answer
+// that saw a build twice would know which ones were run again, and could
+// pass (or fail) exactly those.
 func (c *checker) secondRound(ctx context.Context, b *builds, vs []check.Check, ref judged, js []judged) judged {
 	var why *runner.Result // a run that went wrong while the machine was busy
 	if ref.look {
@@ -460,11 +437,9 @@ func (c *checker) secondRound(ctx context.Context, b *builds, vs []check.Check, 
 }
 
 // settle is a build's outcome from its second round (last), given its
-// first (first). A mutant let through in the second round stays missed:
-// load slows a program down, it does not make a test pass. A correct build
-// that went wrong in the second round while the machine was busy is
-// inconclusive, unless it failed word for word as in the first round: load
-// changes when things happen, not what a wrong status or code says.
+// first. A mutant let through stays missed: load does not make a test
+// pass. A correct build that went wrong again while the machine was busy is
+// inconclusive, unless it failed word for word as in the first round.
 func (c *checker) settle(first, last judged, wantPass bool, what string) judged {
 	if !last.look || !wantPass {
 		return last
@@ -508,11 +483,6 @@ func (c *checker) step(kind, what string, d time.Duration) {
 	c.r.Timings.Add(kind, what, d.Milliseconds())
 }
 
-// built records a build's time.
-func (c *checker) built(what string, res runner.Result) {
-	c.step("build", what, res.Elapsed)
-}
-
 // note adds a note to the report; runs that go at once share it.
 func (c *checker) note(s string) {
 	c.mu.Lock()
@@ -520,56 +490,56 @@ func (c *checker) note(s string) {
 	c.r.Notes = append(c.r.Notes, s)
 }
 
-// buildOwn builds the variants that need a build of their own, two at a
-// time: the main build has filled the build cache with what they share.
+// buildOwn builds the variants that need a build of their own, a few at
+// a time: the main build has filled the build cache with what they share.
 func (c *checker) buildOwn(ctx context.Context, b *builds, vs []check.Check) {
+	vs = slices.DeleteFunc(slices.Clone(vs), func(v check.Check) bool { _, own := b.own[v.Name]; return !own })
+	bins, errs := make([]string, len(vs)), make([]string, len(vs))
 	sem := make(chan struct{}, max(2, runtime.NumCPU()))
-	done := make(chan struct{})
-	n := 0
-	type built struct {
-		name, bin, err string
-	}
-	results := make(chan built, len(b.own))
-	for _, v := range vs {
-		if _, own := b.own[v.Name]; !own {
-			continue
-		}
-		n++
-		go func() {
+	var wg sync.WaitGroup
+	for i, v := range vs {
+		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			bin := filepath.Join(b.dir, "bin", runner.Exe(c.neutral(v.Name)))
-			dir := filepath.Join(b.dir, "own-"+c.neutral(v.Name))
-			ovFile, err := check.WriteOverlay(c.o.Root, dir, v)
-			if err == nil && len(b.external) > 0 {
-				ovFile, err = c.overlayWith(b, dir, v)
-			}
-			if err != nil {
-				results <- built{v.Name, "", err.Error()}
-				return
-			}
-			res := runner.Build(ctx, c.o.Root, ovFile, bin, b.pkg)
-			c.built("the answer on "+string(v.Kind)+" "+v.Name+" (a build of its own)", res)
-			if !res.OK() {
-				results <- built{v.Name, "", buildOutput(res)}
-				return
-			}
-			results <- built{v.Name, bin, ""}
-		}()
+			bins[i], errs[i] = c.buildOne(ctx, b, v)
+		})
 	}
-	go func() {
-		for range n {
-			r := <-results
-			if r.err != "" {
-				b.ownErr[r.name] = r.err
-			} else {
-				b.own[r.name] = r.bin
-			}
+	wg.Wait()
+	for i, v := range vs {
+		if errs[i] != "" {
+			b.ownErr[v.Name] = errs[i]
+		} else {
+			b.own[v.Name] = bins[i]
 		}
-		close(done)
-	}()
-	<-done
+	}
 	b.clean()
+}
+
+// buildOne builds the answer on v alone: the binary, or why it did not build.
+func (c *checker) buildOne(ctx context.Context, b *builds, v check.Check) (bin, failed string) {
+	name := c.neutral(v.Name)
+	bin = filepath.Join(b.dir, "bin", runner.Exe(name))
+	data, err := v.Apply(c.o.Root)
+	var target, ovFile string
+	if err == nil {
+		target, err = filepath.Abs(filepath.Join(c.o.Root, filepath.FromSlash(v.File)))
+	}
+	edited := filepath.Join(b.dir, "own-"+name, filepath.Base(v.File))
+	if err == nil {
+		err = check.WriteIfChanged(edited, data)
+	}
+	if err == nil {
+		ovFile, err = c.overlay(b, "own-"+name, map[string]string{target: edited})
+	}
+	if err != nil {
+		return "", err.Error()
+	}
+	res := runner.Build(ctx, c.o.Root, ovFile, bin, b.pkg)
+	c.step("build", "the answer on "+string(v.Kind)+" "+v.Name+" (a build of its own)", res.Elapsed)
+	if !res.OK() {
+		return "", buildOutput(res)
+	}
+	return bin, ""
 }
 
 // neutral is a name for a variant's files that says nothing of it: a
@@ -578,23 +548,6 @@ func (c *checker) neutral(name string) string {
 	m := hmac.New(sha256.New, c.s.Key)
 	m.Write([]byte("\x00file\x00" + name))
 	return "b" + hex.EncodeToString(m.Sum(nil))[:12]
-}
-
-// overlayWith is the overlay of one variant plus an external answer's files.
-func (c *checker) overlayWith(b *builds, dir string, v check.Check) (string, error) {
-	data, err := v.Apply(c.o.Root)
-	if err != nil {
-		return "", err
-	}
-	target, err := filepath.Abs(filepath.Join(c.o.Root, filepath.FromSlash(v.File)))
-	if err != nil {
-		return "", err
-	}
-	file := filepath.Join(dir, "edited-"+filepath.Base(v.File))
-	if err := check.WriteIfChanged(file, data); err != nil {
-		return "", err
-	}
-	return c.overlay(b, "own-"+c.neutral(v.Name), map[string]string{target: file})
 }
 
 // judged is the outcome of running one build, with re-runs.
@@ -613,11 +566,9 @@ type judged struct {
 // timeout is a hundred times what an answer needs), so the check runs a
 // second round (see secondRound).
 func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass bool) judged {
-	good := func(res runner.Result) bool {
-		if wantPass {
-			return res.OK()
-		}
-		return res.Err == nil && !res.TimedOut && res.ExitCode != 0
+	good := runner.Result.OK
+	if !wantPass {
+		good = killed
 	}
 	j := judged{ran: true}
 	passes, goods := 0, 0
@@ -653,8 +604,9 @@ func (c *checker) judge(ctx context.Context, what, bin, env string, wantPass boo
 }
 
 // run runs bin once and says whether a busy machine held it back: the
-// answer's own threads waited for a CPU (Starved, Linux), or the lab's own
-// timer fired late.
+// answer's own threads waited for a CPU (Starved, Linux), over the whole
+// run or in its worst StarvedWindow (a stall of a few hundred ms misses a
+// timed bound as surely as a slow run), or the lab's own timer fired late.
 func (c *checker) run(ctx context.Context, what, bin, env string) (runner.Result, bool) {
 	mark := c.s.Monitor.Mark()
 	scratch, exe, err := c.scratch(bin)
@@ -674,7 +626,8 @@ func (c *checker) run(ctx context.Context, what, bin, env string) (runner.Result
 	res := c.s.Run(ctx, cmd)
 	c.step("run", what, res.Elapsed)
 	c.s.Restore()
-	busy := c.s.Monitor.Since(mark).Busy || c.s.Monitor.HeldBack(res.Starved, res.Elapsed)
+	busy := c.s.Monitor.Since(mark).Busy || c.s.Monitor.HeldBack(res.Starved, res.Elapsed) ||
+		c.s.Monitor.HeldBack(res.StarvedPeak, min(res.Elapsed, runner.StarvedWindow))
 	if busy && selfBusy(res) {
 		// Judged from outside the answer: it was the one keeping the CPUs busy.
 		busy = false
@@ -701,23 +654,17 @@ func (c *checker) scratch(bin string) (dir, exe string, err error) {
 		return "", "", err
 	}
 	exe = filepath.Join(dir, runner.Exe("answer"))
-	if err := os.Link(bin, exe); err != nil {
-		err = copyFile(bin, exe)
+	if os.Link(bin, exe) != nil { // another file system: a copy
+		data, err := os.ReadFile(bin)
+		if err == nil {
+			err = os.WriteFile(exe, data, 0o755)
+		}
 		if err != nil {
 			os.RemoveAll(dir)
 			return "", "", err
 		}
 	}
 	return dir, exe, nil
-}
-
-// copyFile copies an executable.
-func copyFile(from, to string) error {
-	data, err := os.ReadFile(from)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(to, data, 0o755)
 }
 
 // sameFailure reports whether two failed runs of one build failed the same
@@ -799,13 +746,13 @@ func (c *checker) decide() {
 	cp := msg.T("mut.checkpoint_n", o.Lesson.Number)
 	reqOK, req, bonusOK, bonus := r.Counts()
 	wheatsOK, wheats := 0, 0
-	var missed, wheatFails, busy, flaky []string
-	genMissed, genNotRun := generatedVerdict(r)
+	var missed, genMissed, wheatFails, busy, flaky []string
+	genNotRun := 0
 	genCaught, gen := r.GeneratedCounts()
 	for _, p := range r.Properties {
 		switch {
 		case p.Generated != nil && p.Status == report.NotRun:
-			// not run while a hand-written check fails: the verdict is theirs
+			genNotRun++ // while a hand-written check fails, the verdict is theirs
 		case p.Status == report.Busy:
 			busy = append(busy, p.Name)
 		case p.Flaky:
@@ -814,7 +761,9 @@ func (c *checker) decide() {
 			wheatsOK++
 		case p.Kind == report.Wheat && p.Status != report.NotRun && p.Status != report.NotViable:
 			wheatFails = append(wheatFails, p.Name)
-		case p.Kind == report.Mutant && p.Required && !p.OK && p.Status != report.NotViable && p.Generated == nil:
+		case p.Kind == report.Mutant && p.Generated != nil && !p.OK && p.Status != report.NotViable:
+			genMissed = append(genMissed, msg.T("mut.gen_missed_one", p.Name, p.Generated.Op, p.Generated.Where))
+		case p.Kind == report.Mutant && p.Required && !p.OK && p.Status != report.NotViable:
 			missed = append(missed, p.Name)
 		}
 		if p.Kind == report.Wheat {
@@ -920,16 +869,11 @@ func buildOutput(res runner.Result) string {
 
 // answerPackage returns the package go build is given, the name of the
 // answer's cache directory, and for an answer outside the root the overlay
-// that places its files inside it.
-//
-// An answer in the course is named by its path. One outside it is named by
-// what go build reads of it (each non-test .go file's name and content), not
-// by where it lives: the same answer in another folder (a copy, a new
-// temporary folder each run, as lab watch's and the starters' tests make) is
-// then the same package in the same cache directory, and go build finds its
-// binaries up to date instead of linking them again. Whether a binary is up
-// to date go decides from its build ID, never from this name: a file changed
-// after it was hashed is built from what go reads.
+// that places its files inside it. An answer outside the root is named by
+// what go build reads of it (each non-test .go file's name and content), so
+// the same answer in a new temporary folder (lab watch, the starters'
+// tests) finds its binaries up to date; go still decides that from their
+// build IDs, never from this name.
 func answerPackage(o grade.Request) (pkg string, external map[string]string, key string, err error) {
 	if !filepath.IsAbs(o.Answer) {
 		return "./" + o.Answer, nil, strings.NewReplacer("/", "_", ".", "_").Replace(o.Answer), nil

@@ -72,26 +72,6 @@ func (c *checker) generated(ctx context.Context, b *builds, vs []check.Check, ha
 	return append(js, c.variantsFrom(ctx, b, vs, hand)...)
 }
 
-// generatedVerdict is what the generated mutants add to decide's verdict:
-// the missed ones, and whether any was not run although everything else
-// held.
-func generatedVerdict(r *report.Report) (missed []string, notRun int) {
-	for _, p := range r.Properties {
-		if p.Generated == nil {
-			continue
-		}
-		switch {
-		case p.Status == report.NotRun:
-			notRun++
-		case p.Kind != report.Mutant:
-			// a generated wheat failed: decide counts it with the wheats
-		case !p.OK && p.Status != report.NotViable && p.Status != report.Busy && !p.Flaky:
-			missed = append(missed, msg.T("mut.gen_missed_one", p.Name, p.Generated.Op, p.Generated.Where))
-		}
-	}
-	return missed, notRun
-}
-
 // generatedMissed is the verdict's clause for generated mutants let through.
 func generatedMissed(reqOK, req, caught, n int, missed []string) string {
 	lead := "" // after "catches only …; and it "

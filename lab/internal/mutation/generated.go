@@ -19,9 +19,7 @@ import (
 // Generated returns the lesson's generated mutants that an answer must
 // catch (required in generated.txt, and breaking a stated property by the
 // messages table of properties.md), as checks like the hand-written ones,
-// made from the checkpoint as it is now. A lesson with no generated.txt
-// has none. A required name the generator no longer makes is an error:
-// generated.txt is stale (the course's test says so first).
+// made from the checkpoint as it is now (see Set.recorded).
 func Generated(root string, l course.Lesson) ([]check.Check, error) {
 	es, ms, err := Mutants.recorded(root, l, mutagen.Required)
 	if err != nil || es == nil {
@@ -41,21 +39,37 @@ func Generated(root string, l course.Lesson) ([]check.Check, error) {
 		if !Stated(e.Property) {
 			continue // beyond what the exercise states: not required of an answer
 		}
-		vs = append(vs, generatedVariant(l, ms[i], e, zh[e.Property]))
+		m, propertyZh := ms[i], zh[e.Property]
+		v := m.Check
+		v.Exercise, v.Required, v.Kind, v.Def = l.Exercise(), true, report.Mutant, Mutants.File(l)
+		v.Generated = &check.Generated{Op: m.Op, Where: m.Where(l.Checkpoint()), Edit: m.Edit(), Property: e.Property, PropertyZh: propertyZh}
+		v.Story = msg.In(msg.English, "gen.story", m.Op, v.Generated.Where, m.Edit(), e.Property)
+		if propertyZh != "" {
+			v.StoryZh = msg.In(msg.Chinese, "gen.story", m.Op, v.Generated.Where, m.Edit(), propertyZh)
+		}
+		vs = append(vs, v)
 	}
 	return vs, nil
 }
 
-func generatedVariant(l course.Lesson, m mutagen.Mutant, e mutagen.Entry, propertyZh string) check.Check {
-	v := m.Check
-	v.Exercise, v.Required, v.Kind = l.Exercise(), true, report.Mutant
-	v.Generated = &check.Generated{Op: m.Op, Where: m.Where(l.Checkpoint()), Edit: m.Edit(), Property: e.Property, PropertyZh: propertyZh}
-	v.Story = msg.In(msg.English, "gen.story", m.Op, v.Generated.Where, m.Edit(), e.Property)
-	if propertyZh != "" {
-		v.StoryZh = msg.In(msg.Chinese, "gen.story", m.Op, v.Generated.Where, m.Edit(), propertyZh)
+// GeneratedWheats returns the lesson's generated wheats an answer must
+// pass (status wheat in wheats.txt), made from the checkpoint as it is now.
+// A lesson with no wheats.txt has none.
+func GeneratedWheats(root string, l course.Lesson) ([]check.Check, error) {
+	_, ws, err := Wheats.recorded(root, l, mutagen.Wheat)
+	if err != nil {
+		return nil, err
 	}
-	v.Def = Mutants.File(l)
-	return v
+	var vs []check.Check
+	for _, w := range ws {
+		v := w.Check
+		v.Exercise, v.Required, v.Kind, v.Def = l.Exercise(), true, report.Wheat, Wheats.File(l)
+		v.Generated = &check.Generated{Op: w.Op, Where: w.Where(l.Checkpoint()), Edit: w.Edit()}
+		v.Story = msg.In(msg.English, "gen.wheat_story", w.Op, v.Generated.Where, w.Edit(), Wheats.From(l))
+		v.StoryZh = msg.In(msg.Chinese, "gen.wheat_story", w.Op, v.Generated.Where, w.Edit(), Wheats.From(l))
+		vs = append(vs, v)
+	}
+	return vs, nil
 }
 
 // normalizeSays makes a failure's line comparable from run to run: ports,

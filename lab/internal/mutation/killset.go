@@ -1,13 +1,12 @@
 package mutation
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	mathrand "math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -21,14 +20,11 @@ import (
 )
 
 // killsetRetries is how many more times a run the machine held back is
-// run. A failure while busy whose line carries a measured time or names a
-// deadline may be the load's (a timing check that a quiet machine passes),
-// and a mutant required on it would fail a correct answer on a quiet
-// machine: it counts once a run is not held back, or when every run that
-// was held back failed with the same line word for word (sameWords). A failure that names a wrong status,
-// code or count counts at once (load changes when things happen, not what
-// they say), and so does a pass: load delays, it does not make a check
-// pass.
+// run when it failed on a timing check (timed): such a failure may be the
+// load's, so it counts once a run is not held back, or when every run held
+// back failed with the same line (sameWords). Any other failure counts at
+// once, and so does a pass: load changes when things happen, not what
+// they say.
 const killsetRetries = 3
 
 // killsetAtOnce is how many runs of the reference go at once. Fewer than
@@ -36,27 +32,53 @@ const killsetRetries = 3
 // other back, and a timing failure then counts only after a re-run.
 const killsetAtOnce = 4
 
-// KillSet generates the mutants of the lesson's scope, builds every one
-// that compiles into one schema with the reference answer (req.Answer,
-// by default the lesson's Reference), runs the reference runs times on each,
-// and returns the classified results (not yet written): killed every run
-// → required, never → survivor (its review carried over from prev when
-// the name and the edit are the same), sometimes → unstable; a required
-// mutant killed with the same message in the same function as an earlier
-// one is merged into it. log gets progress.
-func KillSet(ctx context.Context, req grade.Request, runs int, prev *mutagen.Results, log io.Writer) (*mutagen.Results, error) {
-	res, ms, outs, start, err := Mutants.run(ctx, req, runs, log)
+// Run generates the set from the lesson's scope (Mutants) or allowed.txt
+// (Wheats), drops what does not compile, builds the rest into one schema
+// with the reference answer (req.Answer, by default the lesson's
+// Reference), runs the reference runs times on each (runSet) and returns
+// the classified results, not yet written. A mutant killed every run is
+// required, never a survivor, sometimes unstable; a required one killed
+// with the same message in the same function as an earlier one is merged
+// into it. A wheat the reference passed every run is kept, else rejected.
+// A survivor's, hang's or rejected wheat's review is carried over from
+// prev (ReviewFor). log gets progress.
+func (s Set) Run(ctx context.Context, req grade.Request, runs int, prev *mutagen.Results, log io.Writer) (*mutagen.Results, error) {
+	if req.Answer == "" {
+		req.Answer = req.Lesson.Reference()
+	}
+	req.Repeat = 1
+	o := req.WithDefaults()
+	l := o.Lesson
+	start := time.Now()
+	all, err := s.Generate(o.Root, l)
 	if err != nil {
 		return nil, err
 	}
-	l := req.Lesson
+	ms, dropped, err := mutagen.Compiles(o.Root, all)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "%s: %d %ss generated, %d do not compile (dropped), %d to run %d times each (%.1f s)\n",
+		l.Exercise(), len(all), s, len(dropped), len(ms), runs, time.Since(start).Seconds())
+	covers, err := s.Covers(o.Root, l)
+	if err != nil {
+		return nil, err
+	}
+	outs, err := runSet(ctx, o, ms, runs, log)
+	if err != nil {
+		return nil, err
+	}
+	res := &mutagen.Results{Exercise: l.Exercise(), Wheats: s == Wheats, Command: s.Command(l), Covers: covers, Generator: mutagen.Version, Runs: runs, Dropped: len(dropped)}
 	type place struct{ fn, says string }
 	first := map[place]string{}
 	for i, m := range ms {
 		o := outs[i]
-		e := mutagen.Entry{Name: m.Name, Op: m.Op, Where: m.Where(l.Checkpoint()), Edit: m.Edit(), Killed: o.killed}
-		e.Says = mostSaid(o.says)
+		e := mutagen.Entry{Name: m.Name, Op: m.Op, Where: m.Where(l.Checkpoint()), Edit: m.Edit(), Killed: o.killed, Says: mostSaid(o.says)}
 		switch {
+		case s == Wheats && o.killed == 0 && o.hung == 0 && o.busy == 0:
+			e.Status = mutagen.Wheat
+		case s == Wheats:
+			e.Status, e.Killed = mutagen.Rejected, o.killed+o.hung
 		case o.killed == runs || o.killed+o.busy == runs && sameWords(o.busyLines, o.busy):
 			e.Status = mutagen.Required
 			p := place{m.File + " " + m.Func, e.Says}
@@ -77,48 +99,19 @@ func KillSet(ctx context.Context, req grade.Request, runs int, prev *mutagen.Res
 			}
 			e.Review += ": not required"
 		}
-		if e.Status == mutagen.Survivor || e.Status == mutagen.Hangs {
+		if e.Status == mutagen.Survivor || e.Status == mutagen.Hangs || e.Status == mutagen.Rejected {
 			e.Review = prev.ReviewFor(e)
 		}
 		res.Entries = append(res.Entries, e)
 	}
-	fmt.Fprintf(log, "%s: %d required (+%d merged into them), %d survivors, %d unstable, %d hang; %.0f s in all\n",
-		l.Exercise(), res.Count(mutagen.Required), res.Count(mutagen.Merged), res.Count(mutagen.Survivor), res.Count(mutagen.Unstable), res.Count(mutagen.Hangs), time.Since(start).Seconds())
+	if s == Wheats {
+		fmt.Fprintf(log, "%s: %d wheats, %d rejected by the reference; %.0f s in all\n",
+			l.Exercise(), res.Count(mutagen.Wheat), res.Count(mutagen.Rejected), time.Since(start).Seconds())
+	} else {
+		fmt.Fprintf(log, "%s: %d required (+%d merged into them), %d survivors, %d unstable, %d hang; %.0f s in all\n",
+			l.Exercise(), res.Count(mutagen.Required), res.Count(mutagen.Merged), res.Count(mutagen.Survivor), res.Count(mutagen.Unstable), res.Count(mutagen.Hangs), time.Since(start).Seconds())
+	}
 	return res, nil
-}
-
-// run generates the set, drops what does not compile, runs the reference
-// answer (req.Answer, by default the lesson's Reference) runs times on each
-// of the rest (runSet) and returns the results' head, the mutants run, what
-// the reference did on each and when it began.
-func (s Set) run(ctx context.Context, req grade.Request, runs int, log io.Writer) (*mutagen.Results, []mutagen.Mutant, []outcome, time.Time, error) {
-	if req.Answer == "" {
-		req.Answer = req.Lesson.Reference()
-	}
-	req.Repeat = 1
-	o := req.WithDefaults()
-	l := o.Lesson
-	start := time.Now()
-	all, err := s.Generate(o.Root, l)
-	if err != nil {
-		return nil, nil, nil, start, err
-	}
-	ms, dropped, err := mutagen.Compiles(o.Root, all)
-	if err != nil {
-		return nil, nil, nil, start, err
-	}
-	fmt.Fprintf(log, "%s: %d %ss generated, %d do not compile (dropped), %d to run %d times each (%.1f s)\n",
-		l.Exercise(), len(all), s, len(dropped), len(ms), runs, time.Since(start).Seconds())
-	covers, err := s.Covers(o.Root, l)
-	if err != nil {
-		return nil, nil, nil, start, err
-	}
-	outs, err := runSet(ctx, o, ms, runs, log)
-	if err != nil {
-		return nil, nil, nil, start, err
-	}
-	res := &mutagen.Results{Exercise: l.Exercise(), Wheats: s == Wheats, Command: s.Command(l), Covers: covers, Generator: mutagen.Version, Runs: runs, Dropped: len(dropped)}
-	return res, ms, outs, start, nil
 }
 
 // outcome is what the reference did on one generated mutant or wheat over
@@ -129,10 +122,9 @@ type outcome struct {
 	busyLines          map[string]int // timing failures while held back: their lines, ports aside
 }
 
-// runSet builds ms (mutants or wheats) into one schema with the reference
-// answer o.Answer, checks that the reference passes on the correct
-// checkpoint runs times, and runs it runs times on each of ms, a few at a
-// time in a random order, under the busy-machine rule.
+// runSet builds ms into one schema with the reference answer o.Answer,
+// checks that it passes on the correct checkpoint runs times, and runs it
+// runs times on each of ms, a few at a time in a random order.
 func runSet(ctx context.Context, o grade.Request, ms []mutagen.Mutant, runs int, log io.Writer) ([]outcome, error) {
 	l := o.Lesson
 	var err error
@@ -143,14 +135,9 @@ func runSet(ctx context.Context, o grade.Request, ms []mutagen.Mutant, runs int,
 	}
 	defer s.Close()
 	c := &checker{o: o, s: s, r: &r}
-	if l.Redis {
-		c.redisUp = make(chan struct{})
-		if c.redis, err = startRedis(ctx, filepath.Join(o.CacheDir, "redis"), (len(ms)+1)*runs); err != nil {
-			fmt.Fprintf(log, "no shared redis-server (%v): each run starts its own\n", err)
-		}
-		close(c.redisUp)
-		defer c.redis.close()
-	}
+	defer c.startRedis(ctx, (len(ms)+1)*runs, func(err error) {
+		fmt.Fprintf(log, "no shared redis-server (%v): each run starts its own\n", err)
+	})()
 	vs := make([]check.Check, len(ms))
 	for i, m := range ms {
 		vs[i] = m.Check
@@ -167,6 +154,7 @@ func runSet(ctx context.Context, o grade.Request, ms []mutagen.Mutant, runs int,
 	}
 	c.buildOwn(ctx, b, vs)
 	fmt.Fprintf(log, "%s: built in %.1f s (%d need a build of their own)\n", l.Exercise(), time.Since(built).Seconds(), len(b.own))
+	<-c.redisUp
 	for i := range runs {
 		res, busy := c.run(ctx, "the correct checkpoint", b.main, b.referenceEnv())
 		if !res.OK() && !busy {
@@ -178,11 +166,10 @@ func runSet(ctx context.Context, o grade.Request, ms []mutagen.Mutant, runs int,
 	for i := range outs {
 		outs[i].says, outs[i].busyLines = map[string]int{}, map[string]int{}
 	}
-	type task struct{ i int }
-	var tasks []task
+	var tasks []int // the index of a mutant in ms, runs times each
 	for i := range ms {
 		for range runs {
-			tasks = append(tasks, task{i})
+			tasks = append(tasks, i)
 		}
 	}
 	mathrand.Shuffle(len(tasks), func(x, y int) { tasks[x], tasks[y] = tasks[y], tasks[x] })
@@ -198,7 +185,7 @@ func runSet(ctx context.Context, o grade.Request, ms []mutagen.Mutant, runs int,
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			v := vs[t.i]
+			v := vs[t]
 			bin, env, msg := b.target(v)
 			var res runner.Result
 			busy := false
@@ -213,7 +200,7 @@ func runSet(ctx context.Context, o grade.Request, ms []mutagen.Mutant, runs int,
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			o := &outs[t.i]
+			o := &outs[t]
 			switch {
 			case msg != "":
 				o.hung++ // never built: never killed
@@ -244,10 +231,9 @@ func runSet(ctx context.Context, o grade.Request, ms []mutagen.Mutant, runs int,
 }
 
 // sameWords: the timing failures of runs the machine held back, busy of
-// them, all said the same line word for word, at least twice: load changes
-// when things happen, and a line with a measured figure differs from run to
-// run, so a failure that repeats exactly is the mutant's, not the load's
-// (the rule lab check applies to a correct build's second round).
+// them, all said the same line word for word, at least twice: a line with
+// a measured figure differs from run to run, so one that repeats exactly is
+// the mutant's, not the load's (as in lab check's second round).
 func sameWords(lines map[string]int, busy int) bool {
 	return busy >= 2 && len(lines) == 1
 }
@@ -286,12 +272,7 @@ func errString(err error) string {
 // mostSaid is the message said most often (the first in order on a tie).
 func mostSaid(says map[string]int) string {
 	best, n := "", 0
-	keys := make([]string, 0, len(says))
-	for k := range says {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, cmp.Compare)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(says)) {
 		if says[k] > n {
 			best, n = k, says[k]
 		}

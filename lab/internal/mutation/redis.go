@@ -2,7 +2,6 @@ package mutation
 
 import (
 	"context"
-	"fmt"
 	"os/exec"
 	"sync"
 
@@ -15,39 +14,24 @@ import (
 // starting a server of its own; one that starts its own still works.
 const RedisEnv = "LAB_REDIS_URL"
 
-// redisPool gives every run of a check a redis-server of its own: no other
-// run can SELECT its databases, list its keys (INFO keyspace, DBSIZE,
-// KEYS, SCAN), see its clients (CLIENT LIST), hear its messages (PUBLISH,
-// SUBSCRIBE) or slow it down (a long script, a big key). A run's server is
-// killed when the run ends, never handed to another. The commands that
-// would reach past the server (replication, MIGRATE, modules) or write
-// files (CONFIG, SAVE, DEBUG) are disabled; SHUTDOWN too, as before.
+// redisPool gives every run of a check a redis-server of its own
+// (redisserver.Confined), killed when the run ends and never handed to
+// another: no run can see or slow down another's data, clients or
+// messages (no ACL rule confines a user to a database).
 //
-// One server for the whole check with a database per run (before) let a
-// run reach every other run's data: ACLs cannot close that (no ACL rule
-// limits a user to a database, and a key pattern per run needs the
-// answer's keys to carry a prefix the answer does not choose).
-//
-// A server takes 24-71 ms of wall time to start on a busy 2-core machine
-// (about 20 ms of CPU), so the pool starts them ahead of the runs: as many
-// as run at once, then one for each run that takes one, until it has
-// started as many as the check expects to run; past that, one when a run
-// finds none ready. A run's server is killed in the background, so the run
-// does not wait for it; close waits for every one.
+// A server takes 24-71 ms of wall time to start on a busy 2-core machine,
+// so the pool starts them ahead of the runs: as many as run at once, then
+// one for each run that takes one, until it has started as many as the
+// check expects to run; past that, one when a run finds none ready. A
+// run's server is killed in the background; close waits for every one.
 type redisPool struct {
-	bin, dir string
-	ready    chan *redisServer // started, not yet taken
+	cfg      redisserver.Config
+	ready    chan *redisserver.Server // started, not yet taken
 	mu       sync.Mutex
 	closed   bool
 	started  int            // servers started or starting
 	expected int            // runs the check expects
 	servers  sync.WaitGroup // every server started, until it is stopped
-}
-
-// redisServer is one run's server.
-type redisServer struct {
-	addr string
-	stop func()
 }
 
 // startRedis starts the check's first redis-server on a free loopback port
@@ -59,9 +43,9 @@ func startRedis(ctx context.Context, dir string, expected int) (*redisPool, erro
 	if err != nil {
 		return nil, nil
 	}
-	p := &redisPool{bin: bin, dir: dir, ready: make(chan *redisServer, runsAtOnce), expected: expected, started: 1}
+	p := &redisPool{cfg: redisserver.Config{Bin: bin, Dir: dir, Confined: true}, ready: make(chan *redisserver.Server, runsAtOnce), expected: expected, started: 1}
 	p.servers.Add(1)
-	s, err := p.start(ctx)
+	s, err := redisserver.Start(ctx, p.cfg)
 	if err != nil {
 		p.servers.Done()
 		return nil, err
@@ -73,19 +57,14 @@ func startRedis(ctx context.Context, dir string, expected int) (*redisPool, erro
 	return p, nil
 }
 
-// start starts one server; p.servers counts it already.
-func (p *redisPool) start(ctx context.Context) (*redisServer, error) {
-	srv, err := redisserver.Start(ctx, redisserver.Config{Bin: p.bin, Dir: p.dir, Confined: true})
-	if err != nil {
-		return nil, err
-	}
-	return &redisServer{addr: srv.Addr, stop: func() { go func() { srv.Stop(); p.servers.Done() }() }}, nil
+// stop kills s in the background; p.servers counts it until it is gone.
+func (p *redisPool) stop(s *redisserver.Server) {
+	go func() { s.Stop(); p.servers.Done() }()
 }
 
 // refill starts one server in the background for a run to come, if the
-// check expects more runs than servers were started, or if needed (a run
-// finds none ready). A pool that is closed starts none, and kills what
-// comes up after.
+// check expects more runs than were started, or if needed (a run finds
+// none ready); none once the pool is closed.
 func (p *redisPool) refill(needed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -95,7 +74,7 @@ func (p *redisPool) refill(needed bool) {
 	p.started++
 	p.servers.Add(1)
 	go func() {
-		s, err := p.start(context.Background())
+		s, err := redisserver.Start(context.Background(), p.cfg)
 		if err != nil {
 			p.servers.Done()
 			return
@@ -103,13 +82,13 @@ func (p *redisPool) refill(needed bool) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.closed {
-			s.stop()
+			p.stop(s)
 			return
 		}
 		select {
 		case p.ready <- s:
 		default:
-			s.stop() // more were started than runs wait: none needed
+			p.stop(s) // more were started than runs wait: none needed
 		}
 	}()
 }
@@ -121,7 +100,7 @@ func (p *redisPool) forRun(ctx context.Context) (env string, done func()) {
 	if p == nil {
 		return "", func() {}
 	}
-	var s *redisServer
+	var s *redisserver.Server
 	select {
 	case s = <-p.ready:
 		p.refill(false)
@@ -135,7 +114,7 @@ func (p *redisPool) forRun(ctx context.Context) (env string, done func()) {
 			return "", func() {}
 		}
 	}
-	return fmt.Sprintf("%s=redis://%s/0", RedisEnv, s.addr), s.stop
+	return RedisEnv + "=" + s.URL(), func() { p.stop(s) }
 }
 
 // close kills every server not taken, and waits until every server the
@@ -150,11 +129,10 @@ func (p *redisPool) close() {
 	for {
 		select {
 		case s := <-p.ready:
-			s.stop()
-			continue
+			p.stop(s)
 		default:
+			p.servers.Wait()
+			return
 		}
-		break
 	}
-	p.servers.Wait()
 }

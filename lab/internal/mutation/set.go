@@ -12,12 +12,9 @@ import (
 )
 
 // A Set is one of the two sets of checks a lesson generates (package
-// mutagen), each from a file beside its checks and recorded in another:
-// Mutants from scope.txt (the functions they edit) into generated.txt, the
-// kill-set run (the reference answer catches a required one every time);
-// Wheats from allowed.txt (the changes its contract allows, and where) into
-// wheats.txt, the wheat run (the reference passes a kept one every time:
-// every answer must).
+// mutagen) from a file beside its checks and records in another (Run):
+// Mutants from scope.txt into generated.txt, Wheats from allowed.txt into
+// wheats.txt.
 type Set int
 
 const (
@@ -66,9 +63,8 @@ func (s Set) source(root string, l course.Lesson) (mutagen.Scope, func() ([]muta
 	return sc, func() ([]mutagen.Mutant, error) { return mutagen.FromScope(root, sc) }, err
 }
 
-// Covers is the hash of what a run of the set covers as the tree is now:
-// the generator's version, From, the files it names and the reference
-// answer.
+// Covers is the hash of what a run of the set covers as the tree is now
+// (mutagen.Hash of From, the files it names and the reference answer).
 func (s Set) Covers(root string, l course.Lesson) (string, error) {
 	sc, _, err := s.source(root, l)
 	if err != nil {

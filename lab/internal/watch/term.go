@@ -30,6 +30,3 @@ func Keys(f *os.File) (keys <-chan byte, restore func(), ok bool) {
 	}()
 	return c, restore, true
 }
-
-// IsTerminal reports whether f is a terminal.
-func IsTerminal(f *os.File) bool { return isTerminal(f) }

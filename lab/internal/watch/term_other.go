@@ -4,9 +4,9 @@ package watch
 
 import "os"
 
-// isTerminal: without a terminal API here, a character device on stdout is
+// IsTerminal: without a terminal API here, a character device on stdout is
 // taken for a console (clearing it is harmless otherwise).
-func isTerminal(f *os.File) bool {
+func IsTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -8,7 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func isTerminal(f *os.File) bool {
+// IsTerminal reports whether f is a terminal.
+func IsTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios)
 	return err == nil
 }

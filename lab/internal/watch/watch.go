@@ -12,8 +12,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -255,7 +255,9 @@ func scan(dir string, match func(string) bool) map[string]fileState {
 		}
 		st := fileState{size: info.Size(), mtime: info.ModTime()}
 		if info.Mode().IsRegular() && info.Size() <= smallFile {
-			st.sum = hashFile(p)
+			if data, err := os.ReadFile(p); err == nil {
+				st.sum = sha256.Sum256(data)
+			}
 		}
 		files[rel] = st
 		return nil
@@ -263,30 +265,8 @@ func scan(dir string, match func(string) bool) map[string]fileState {
 	return files
 }
 
-func hashFile(p string) (sum [sha256.Size]byte) {
-	f, err := os.Open(p)
-	if err != nil {
-		return sum
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, io.LimitReader(f, smallFile+1)); err != nil {
-		return sum
-	}
-	copy(sum[:], h.Sum(nil))
-	return sum
-}
-
 func same(a, b map[string]fileState) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, x := range a {
-		if y, ok := b[k]; !ok || x.size != y.size || !x.mtime.Equal(y.mtime) || x.sum != y.sum {
-			return false
-		}
-	}
-	return true
+	return maps.EqualFunc(a, b, func(x, y fileState) bool { return x.size == y.size && x.mtime.Equal(y.mtime) && x.sum == y.sum })
 }
 
 // poll scans every interval; after a change it rescans quickly until the

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -53,6 +54,19 @@ func lanes(rs provider.RequestStats) []Lane {
 	return []Lane{{"atlas", rs.Log.Atlas}, {"boreal", rs.Log.Boreal}, {"cedar", rs.Log.Cedar}}
 }
 
+// deadlines are the lines drawn: the deadline, and the budget the attempts
+// carried when the deadline came from --deadline-ms.
+func deadlines(rs provider.RequestStats, opt Options) []Deadline {
+	var out []Deadline
+	if d := DeadlineOf(rs, opt); d.Set {
+		out = append(out, d)
+	}
+	if b := DeadlineOf(rs, Options{}); opt.DeadlineMs > 0 && b.Set {
+		out = append(out, b)
+	}
+	return out
+}
+
 // DeadlineOf returns the deadline to draw for rs.
 func DeadlineOf(rs provider.RequestStats, opt Options) Deadline {
 	if opt.DeadlineMs > 0 {
@@ -73,12 +87,8 @@ func DeadlineOf(rs provider.RequestStats, opt Options) Deadline {
 	return d
 }
 
-// Scale returns the px per ms the picture uses: the time axis covers the
-// last end (or the deadline, if later) rounded up to a round number.
-func Scale(rs provider.RequestStats, opt Options) float64 {
-	return plotWidth / span(rs, opt)
-}
-
+// span is the ms the time axis covers: the last end (or the deadline, if
+// later) rounded up to a round number.
 func span(rs provider.RequestStats, opt Options) float64 {
 	end := 0.0
 	for _, l := range lanes(rs) {
@@ -191,20 +201,10 @@ func placeRows(ls []label) int {
 	var rows [][][2]float64
 	for i := range ls {
 		a, b := ls[i].extent()
-		row := 0
-		for ; row < len(rows); row++ {
-			free := true
-			for _, r := range rows[row] {
-				if a < r[1]+6 && r[0] < b+6 {
-					free = false
-					break
-				}
-			}
-			if free {
-				break
-			}
-		}
-		if row == len(rows) {
+		overlaps := func(r [2]float64) bool { return a < r[1]+6 && r[0] < b+6 }
+		row := slices.IndexFunc(rows, func(placed [][2]float64) bool { return !slices.ContainsFunc(placed, overlaps) })
+		if row < 0 {
+			row = len(rows)
 			rows = append(rows, nil)
 		}
 		rows[row] = append(rows[row], [2]float64{a, b})
@@ -260,10 +260,8 @@ func inlineMin(a provider.Attempt) float64 { return 6.5*float64(len(barLabel(a))
 
 // Render writes the SVG of rs to w.
 func Render(w io.Writer, rs provider.RequestStats, opt Options) error {
-	k := Scale(rs, opt)
 	full := span(rs, opt)
-	dl := DeadlineOf(rs, opt)
-	budget := DeadlineOf(rs, Options{}) // from X-Budget-Ms, drawn too when --deadline-ms is given
+	k := plotWidth / full
 	ls := lanes(rs)
 	x := func(ms float64) float64 { return plotLeft + ms*k }
 	plans := make([]lanePlan, len(ls))
@@ -277,10 +275,7 @@ func Render(w io.Writer, rs provider.RequestStats, opt Options) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="system-ui, -apple-system, 'Segoe UI', sans-serif" font-size="12">`+"\n",
 		width, height, width, height)
-	total := 0
-	for _, l := range ls {
-		total += len(l.Attempts)
-	}
+	total := len(rs.Log.Atlas) + len(rs.Log.Boreal) + len(rs.Log.Cedar)
 	fmt.Fprintf(&b, "<title>%s</title>\n", esc("attempts of X-Request-ID "+rs.ID))
 	fmt.Fprintf(&b, `<rect x="0" y="0" width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
 	fmt.Fprintf(&b, `<text x="16" y="24" font-size="15" font-weight="600">%s</text>`+"\n", esc("X-Request-ID "+rs.ID))
@@ -351,7 +346,11 @@ func Render(w io.Writer, rs provider.RequestStats, opt Options) error {
 
 	// The lines: the deadline, and the budget when the deadline came from
 	// --deadline-ms (labels on two rows, in case they are close).
-	line := func(class string, d Deadline, colour string, row int) {
+	for row, d := range deadlines(rs, opt) {
+		class, colour := "deadline", "#d64545"
+		if row == 1 {
+			class, colour = "budget", "#e08a12"
+		}
 		dx := x(d.Ms)
 		fmt.Fprintf(&b, `<line class="%s" x1="%s" y1="%d" x2="%s" y2="%d" stroke="%s" stroke-width="1.5" stroke-dasharray="6 3"/>`+"\n",
 			class, f(dx), top-10-row*rowHeight, f(dx), axisY, colour)
@@ -361,12 +360,6 @@ func Render(w io.Writer, rs provider.RequestStats, opt Options) error {
 		}
 		fmt.Fprintf(&b, `<text x="%s" y="%d" fill="%s" font-size="11" text-anchor="%s">%s</text>`+"\n",
 			f(dx), top-14-row*rowHeight, colour, anchor, esc(fmt.Sprintf("%s %s (%s)", d.Name, fmtMs(d.Ms), d.Source)))
-	}
-	if dl.Set {
-		line("deadline", dl, "#d64545", 0)
-	}
-	if dl.Source == "--deadline-ms" && budget.Set {
-		line("budget", budget, "#e08a12", 1)
 	}
 
 	// Legend.
@@ -404,12 +397,8 @@ func Summary(rs provider.RequestStats, opt Options) []string {
 		}
 		out = append(out, fmt.Sprintf("%-7s %s → %s", l.Supplier, strings.Join(parts, ", "), Outcome(l)))
 	}
-	d := DeadlineOf(rs, opt)
-	if d.Set {
+	for _, d := range deadlines(rs, opt) {
 		out = append(out, fmt.Sprintf("%s %s (%s)", d.Name, fmtMs(d.Ms), d.Source))
-	}
-	if b := DeadlineOf(rs, Options{}); d.Source == "--deadline-ms" && b.Set {
-		out = append(out, fmt.Sprintf("%s %s (%s)", b.Name, fmtMs(b.Ms), b.Source))
 	}
 	return out
 }

@@ -86,8 +86,8 @@ func slowBasket(ctx context.Context, e *demo.Env, w io.Writer) error {
 		}
 		for k, v := range map[string]any{
 			"HTTP status": status, "answered after (s)": demo.Secs(took), "line statuses": demo.LineStatuses(b), "failure codes": demo.FailureCodes(b),
-			"active right after the answer": now.Active, "boreal calls right after": now.PerSupplier["boreal"],
-			"boreal calls 1.5 s later": later.PerSupplier["boreal"], "abandoned 1.5 s later": later.Abandoned,
+			"active right after the answer": now.Active, "boreal calls right after": now.PerSupplier.Boreal,
+			"boreal calls 1.5 s later": later.PerSupplier.Boreal, "abandoned 1.5 s later": later.Abandoned,
 			"client_gone 1.5 s later": later.ClientGone,
 		} {
 			rows[k] = append(rows[k], v)
@@ -200,7 +200,7 @@ func rateLimited16(ctx context.Context, e *demo.Env, w io.Writer) error {
 		}
 		for k, v := range map[string]any{
 			"line statuses": demo.LineStatuses(b), "failure codes": demo.FailureCodes(b), "pending (queued)": b.Pending, "answered after (ms)": demo.MS(took),
-			"boreal calls": st.PerSupplier["boreal"], "429s sent": st.RateLimited, "early_retries": st.EarlyRetries,
+			"boreal calls": st.PerSupplier.Boreal, "429s sent": st.RateLimited, "early_retries": st.EarlyRetries,
 		} {
 			rows[k] = append(rows[k], v)
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"quoteflowlab.dev/provider"
 )
 
 // runAll runs tool once per argument list, concurrently, each bounded by
@@ -25,6 +27,23 @@ func (g *grader) runAll(ctx context.Context, tool string, within time.Duration, 
 	}
 	wg.Wait()
 	return out
+}
+
+// failRun fails the named properties, which run r's problem kept from
+// being checked: a run killed at its bound while the machine held it back
+// is a timing miss (run again, inconclusive when busy again), any other
+// problem a failure.
+func (g *grader) failRun(r run, detail string, names ...string) {
+	if !r.heldUp {
+		g.failAllOf(detail, names...)
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	but := "a run was still going at its time bound, while the machine held it back (its threads waited for a CPU, or the lab's own timer fired late)"
+	for _, n := range names {
+		g.findings[n] = finding{detail: detail, but: but, timed: true}
+	}
 }
 
 // failAllOf fails the named properties, which could not be checked, with
@@ -72,7 +91,7 @@ func (g *grader) checkCall(ctx context.Context) {
 	outs := map[string]callOut{}
 	for key, r := range runs {
 		if r.problem != "" {
-			g.failAllOf(r.problem, callProps...)
+			g.failRun(r, r.problem, callProps...)
 			return
 		}
 		var o callOut
@@ -103,9 +122,15 @@ func (g *grader) checkCall(ctx context.Context) {
 	}
 	g.judge("call_http_error", v, "GET /call?fail=1 (--connect left to its default): ok %v, status %v, phase %q", o.OK, statusText(o.Status), o.Phase)
 
-	g.checkCut("call_read_limit", outs["read"], runs["read"], "GET /call?ms=4000 with --connect 3 --read 0.5",
+	logs := map[string]provider.PartnerLog{}
+	for name, args := range jobs {
+		if log, ok := g.callLog(ctx, args); ok {
+			logs[name] = log
+		}
+	}
+	g.checkCut("call_read_limit", outs["read"], runs["read"], logs["read"], "GET /call?ms=4000 with --connect 3 --read 0.5",
 		"the slow answer was not cut", "")
-	g.checkCut("call_body_limit", outs["drip"], runs["drip"], "GET /call?ms=0&drip_ms=2000 (headers at once, the body over 2 s) with --read 0.5",
+	g.checkCut("call_body_limit", outs["drip"], runs["drip"], logs["drip"], "GET /call?ms=0&drip_ms=2000 (headers at once, the body over 2 s) with --read 0.5",
 		"the limit stopped at the headers and let the body run on", g.headersLate(ctx, jobs["drip"]))
 
 	o, r = outs["refused"], runs["refused"]
@@ -115,7 +140,7 @@ func (g *grader) checkCall(ctx context.Context) {
 	g.judge("call_refused", v, "closed port %s with --connect 5: phase %q after %.0f ms (want connect, under 1500 ms)", g.lab.closed, o.Phase, r.wallMS())
 
 	g.checkCallTimes(outs, runs)
-	g.checkCallModel(ctx, cases, outs, runs)
+	g.checkCallModel(ctx, cases, outs, runs, logs)
 
 	if g.lab.blackhole == "" {
 		g.set("call_connect_phase", true, "skipped: this system has no blackhole (Linux only)")
@@ -137,18 +162,9 @@ func (g *grader) checkCall(ctx context.Context) {
 // machine's partner, late to take the call) got its headers after the read
 // limit, and a limit on the headers alone was cut there too.
 func (g *grader) headersLate(ctx context.Context, args []string) string {
-	key := ""
-	for _, a := range args {
-		if u, err := url.Parse(a); err == nil && u.Query().Has("key") {
-			key = u.Query().Get("key")
-		}
-	}
-	if key == "" {
-		return ""
-	}
-	log, err := g.lab.settle(ctx, key)
+	log, ok := g.callLog(ctx, args)
 	switch {
-	case err != nil:
+	case !ok:
 		return ""
 	case len(log.Calls) == 0:
 		return "the partner never received the call before the tool gave up (a busy machine), so its headers, and the body's limit, could not be seen"
@@ -158,9 +174,28 @@ func (g *grader) headersLate(ctx context.Context, args []string) string {
 	return ""
 }
 
-// checkCut checks a call that a 0.5 s read limit must cut. untested, when
-// not "", says why the run could not show the cut: a timing miss.
-func (g *grader) checkCut(name string, o callOut, r run, what, notCut, untested string) {
+// callLog is what the partner recorded for the call run with args (the
+// key is in its --url), and whether there is such a record: a call at
+// another target has none.
+func (g *grader) callLog(ctx context.Context, args []string) (provider.PartnerLog, bool) {
+	key := ""
+	for _, a := range args {
+		if u, err := url.Parse(a); err == nil && u.Query().Has("key") {
+			key = u.Query().Get("key")
+		}
+	}
+	if key == "" {
+		return provider.PartnerLog{}, false
+	}
+	log, err := g.lab.settle(ctx, key)
+	return log, err == nil
+}
+
+// checkCut checks a call that a 0.5 s read limit must cut: by the
+// grader's clock, and by the partner's own log of how long it held the
+// call. untested, when not "", says why the run could not show the cut: a
+// timing miss.
+func (g *grader) checkCut(name string, o callOut, r run, log provider.PartnerLog, what, notCut, untested string) {
 	var v verdict
 	if untested != "" {
 		v.slow("%s", untested)
@@ -168,7 +203,46 @@ func (g *grader) checkCut(name string, o callOut, r run, what, notCut, untested 
 	v.need(o.Phase == "read", "it ended in phase %q (status %s) after %.0f ms: %s", o.Phase, statusText(o.Status), r.wallMS(), notCut)
 	v.need(r.wallMS() >= 500-early, "it ended after %.0f ms, before its read limit", r.wallMS())
 	v.within(r.wallMS(), 500+slack, allowFor(r), "it ended after %.0f ms, well past its read limit", r.wallMS())
-	g.judge(name, v, "%s: phase %q after %.0f ms (want read, 500–%.0f ms)", what, o.Phase, r.wallMS(), 500+slack)
+	held := "no record"
+	if o.Phase == "read" {
+		h, miss, hard := cutHeld(log.Calls, 500, r)
+		switch {
+		case miss != "" && hard:
+			v.need(false, "%s", miss)
+		case miss != "":
+			v.slow("%s", miss)
+		}
+		if h >= 0 {
+			held = fmt.Sprintf("%.0f ms", h)
+		}
+	}
+	g.judge(name, v, "%s: phase %q after %.0f ms (want read, 500–%.0f ms); the partner held the call %s before the tool went away (want at least %.0f ms)",
+		what, o.Phase, r.wallMS(), 500+slack, held, 500-early)
+}
+
+// cutHeld judges, from the partner's own log of a call the tool reports
+// cut by its read limit of limitMS, how long the partner held it: from
+// the call's arrival (the connection was made before it, so the read
+// limit ran at least from then) until the client went away. A limit that
+// fired early, followed by a sleep before printing, looks right by the
+// wall clock, never by the partner's. held is -1 when the log shows no
+// one call that the client left. A call held shorter than the limit by
+// more than 30 ms (and what the CPU wait excuse allows) misses. By no more
+// than the partner may stamp a call late (100 ms on a busy machine, or as
+// late as the lab's own timer was while the run lasted, if later) and the
+// time the tool's threads waited for a CPU (between starting its limit and
+// sending the call), it is a timing miss; by more, it fails.
+func cutHeld(log []provider.PartnerLogEntry, limitMS float64, r run) (held float64, miss string, hard bool) {
+	if len(log) != 1 || log[0].End != "client_gone" {
+		return -1, "", false
+	}
+	held = log[0].DurationMs
+	short := limitMS - held
+	if short <= early+excuse(r) {
+		return held, "", false
+	}
+	miss = fmt.Sprintf("the partner held the call only %.0f ms before the tool went away, %.0f ms short of the read limit of %.0f ms: the limit fired early, whatever time the tool reports", held, short, limitMS)
+	return held, miss, short > early+max(stampLate, r.lagMS)+max(r.starvedMS, 0)
 }
 
 // checkCallTimes compares every elapsed_ms call reported with the wall time

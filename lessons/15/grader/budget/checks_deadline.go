@@ -71,7 +71,7 @@ func (g *grader) checkDeadline(ctx context.Context) {
 	for key := range jobs {
 		r := runs[key]
 		if r.problem != "" {
-			g.failAllOf("deadline "+key+": "+r.problem, deadlineProps...)
+			g.failRun(r, "deadline "+key+": "+r.problem, deadlineProps...)
 			return
 		}
 		var o deadlineOut
@@ -302,7 +302,7 @@ func (g *grader) checkDeadlineModel(ctx context.Context, cases map[string]deadli
 		names = append(names, name)
 		var log []arrival
 		for _, e := range jobs[name].log.Calls {
-			log = append(log, arrival{e.ArrivalMs})
+			log = append(log, arrival{at: e.ArrivalMs, end: e.End, dur: e.DurationMs})
 		}
 		var one verdict
 		m := newModel(&one, cases[name].String())

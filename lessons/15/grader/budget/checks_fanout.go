@@ -246,15 +246,22 @@ func (g *grader) checkFanoutCut(c *fanned) {
 		}
 		// A call carrying b < 200 ms whose answer fanout read (received is
 		// set) was read 200 − b ms past its budget. A timer that late is
-		// possible on a loaded machine up to 100 ms; beyond that the call was
-		// not cut. (The partner's own "done" is no proof: a write into a
-		// socket the client has just closed succeeds.)
+		// possible on a loaded machine up to 100 ms, and later by as late as
+		// the machine measurably made timers while the run lasted: the
+		// tool's threads' CPU wait, the lab's own timer lag, and how late
+		// the partner itself sent the answer of its 200 ms of work. Those
+		// are timing misses (run again, inconclusive when the machine is
+		// busy again); beyond them the call was not cut. (The partner's own
+		// "done" is no proof: a write into a socket the client has just
+		// closed succeeds.)
 		if b := float64(*e.BudgetMs); i < len(c.made) && c.made[i].Received != nil && b < fanoutWork-25 {
-			but := "a call carrying %d ms read the answer of the partner's 200 ms of work: fanout waited past the budget instead of cutting it"
-			if b < fanoutWork-100 {
-				v.need(false, but, *e.BudgetMs)
+			late := fanoutWork - b
+			explained := 100 + loadLate(c.run) + max(e.DurationMs-fanoutWork, 0)
+			but := "a call carrying %d ms read the answer of the partner's 200 ms of work %.0f ms past its budget, more than the %.0f ms the machine can have made its timer late: fanout waited past the budget instead of cutting it"
+			if late > explained {
+				v.need(false, but, *e.BudgetMs, late, explained)
 			} else {
-				v.slow(but, *e.BudgetMs)
+				v.slow("a call carrying %d ms read the answer of the partner's 200 ms of work %.0f ms past its budget (the machine can have made its timer %.0f ms late)", *e.BudgetMs, late, explained)
 			}
 		}
 	}

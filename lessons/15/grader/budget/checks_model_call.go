@@ -3,6 +3,8 @@ package budget
 import (
 	"context"
 	"fmt"
+
+	"quoteflowlab.dev/provider"
 )
 
 // A callCase is one run of call: where it points and with which limits.
@@ -143,7 +145,8 @@ var callCases = map[string]callCase{
 }
 
 // modelCall compares every field of one call run with the model.
-func modelCall(m *model, c callCase, o callOut, r run) {
+// log is what the partner recorded of the call (none for another target).
+func modelCall(m *model, c callCase, o callOut, r run, log provider.PartnerLog) {
 	wall := r.wallMS()
 	want := c.phase()
 	work := float64(c.delayMS + c.dripMS)
@@ -174,6 +177,15 @@ func modelCall(m *model, c callCase, o callOut, r run) {
 		m.need("error", deref(o.Error) != "", "is empty for a failed call, want a text")
 		m.need("elapsed_ms", o.ElapsedMS >= min(c.readMS(), work)-early, "is %.1f, before the read limit of %.0f ms", o.ElapsedMS, c.readMS())
 		m.within("elapsed_ms", o.ElapsedMS, c.readMS()+slack, "is %.1f for a read limit of %.0f ms", o.ElapsedMS, c.readMS())
+		if work >= c.readMS() {
+			// Cut by its limit: the partner held the call that long.
+			switch _, miss, hard := cutHeld(log.Calls, c.readMS(), r); {
+			case miss != "" && hard:
+				m.need("elapsed_ms", false, "is %.1f, but %s", o.ElapsedMS, miss)
+			case miss != "":
+				m.slow("elapsed_ms", "is %.1f, but %s", o.ElapsedMS, miss)
+			}
+		}
 	case "connect":
 		m.need("status", o.Status == nil, "is %s for a call that never connected, want null", statusText(o.Status))
 		m.need("ok", !o.OK, "is true for a call that never connected")
@@ -200,7 +212,7 @@ func deref(s *string) string {
 }
 
 // checkCallModel compares every call run with the model.
-func (g *grader) checkCallModel(ctx context.Context, cases map[string]callCase, outs map[string]callOut, runs map[string]run) {
+func (g *grader) checkCallModel(ctx context.Context, cases map[string]callCase, outs map[string]callOut, runs map[string]run, logs map[string]provider.PartnerLog) {
 	var v verdict
 	per := map[string]verdict{}
 	var unseen []string
@@ -213,7 +225,7 @@ func (g *grader) checkCallModel(ctx context.Context, cases map[string]callCase, 
 		names = append(names, name)
 		var one verdict
 		m := newModel(&one, cases[name].String())
-		modelCall(m, cases[name], o, runs[name])
+		modelCall(m, cases[name], o, runs[name], logs[name])
 		unseen = append(unseen, checkFields("call", m)...)
 		per[name] = one
 		v.absorb(one)

@@ -3,6 +3,8 @@ package budget
 import (
 	"fmt"
 	"strings"
+
+	"quoteflowlab.dev/provider"
 )
 
 // A deadline target: a partner /call of delayMS (its headers after
@@ -293,7 +295,11 @@ func modelDeadline(m *model, c deadlineCase, urls []string, o deadlineOut, r run
 		case "no_budget":
 			skipped++
 			m.need(f("elapsed_ms"), call.ElapsedMS == 0, "of call %d is %.1f for a call not made, want 0", i+1, call.ElapsedMS)
-			m.need(f("read_timeout_ms"), call.ReadTimeoutMS >= 0 && call.ReadTimeoutMS < floor+rounding, "of call %d is %.0f for a call skipped below the floor of %.0f ms", i+1, call.ReadTimeoutMS, floor)
+			// The budget left when it was skipped: under the floor, and
+			// negative once the budget is spent, but never less than the
+			// budget less the process's whole life.
+			m.need(f("read_timeout_ms"), call.ReadTimeoutMS < floor+rounding, "of call %d is %.0f for a call skipped below the floor of %.0f ms", i+1, call.ReadTimeoutMS, floor)
+			m.need(f("read_timeout_ms"), call.ReadTimeoutMS >= min(0, budget-wall-rounding), "of call %d is %.0f, less than the %.0f ms left even at the end of the %.0f ms run", i+1, call.ReadTimeoutMS, budget-wall, wall)
 			continue
 		case "read":
 			read = read || !t.reset // a reset is no cut by the budget
@@ -353,7 +359,44 @@ func modelDeadline(m *model, c deadlineCase, urls []string, o deadlineOut, r run
 	}
 	m.within("total_ms", o.TotalMS, budget+slack, "is %.1f for a %.0f ms budget", o.TotalMS, budget)
 	_ = made
+	heldByPartner(m, c, o, r, log)
 }
 
-// An arrival is when the partner received one call, by its clock.
-type arrival struct{ at float64 }
+// heldByPartner checks, by the partner's own log, that each call made to
+// the partner and reported cut by its read limit (read_timeout_ms, shorter
+// than the partner's work) was held that long, as cutHeld judges a call's.
+// The calls are matched to the log in order, when every call made to the
+// partner arrived.
+func heldByPartner(m *model, c deadlineCase, o deadlineOut, r run, log []arrival) {
+	var made []int
+	for i, call := range o.Calls {
+		if c.targets[i].partner() && call.Phase != "no_budget" {
+			made = append(made, i)
+		}
+	}
+	if len(made) != len(log) {
+		return
+	}
+	for k, i := range made {
+		call, t := o.Calls[i], c.targets[i]
+		if call.Phase != "read" || t.work() < call.ReadTimeoutMS || log[k].end == "" {
+			continue
+		}
+		f := "calls[].elapsed_ms"
+		entry := []provider.PartnerLogEntry{{End: log[k].end, DurationMs: log[k].dur}}
+		switch _, miss, hard := cutHeld(entry, call.ReadTimeoutMS, r); {
+		case miss != "" && hard:
+			m.need(f, false, "of call %d is %.1f, but %s", i+1, call.ElapsedMS, miss)
+		case miss != "":
+			m.slow(f, "of call %d is %.1f, but %s", i+1, call.ElapsedMS, miss)
+		}
+	}
+}
+
+// An arrival is when the partner received one call, by its clock, and
+// (when known) how the call ended there and how long the partner held it.
+type arrival struct {
+	at  float64
+	end string
+	dur float64
+}

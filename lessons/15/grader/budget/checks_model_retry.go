@@ -136,7 +136,10 @@ func modelRetry(m *model, x *retried) {
 			m.need("waits_ms", false, "%v went %.0f ms over the caps %s (+%.0f ms each), more than the %.0f ms its threads waited for a CPU", o.WaitsMS, over, capsText(base, len(o.WaitsMS)), capLateness, x.run.starvedMS)
 		}
 	}
-	if but := unpaid(x); but != "" {
+	switch but, timed := unpaid(x); {
+	case but != "" && timed:
+		m.slow("waits_ms", "%s", but)
+	case but != "":
 		m.need("waits_ms", false, "%s", but)
 	}
 	answered := 0.0

@@ -150,14 +150,17 @@ var retryJobs = map[string]retryJob{
 }
 
 // The jitter sample: jitterRuns clients that fail together, all at once,
-// each waiting three times (caps 200, 400 and 800 ms) before giving up.
+// each waiting five times (caps 100, 200, 400, 800 and 1600 ms) before
+// giving up: every wait at its cap adds up to 3100 ms, well within the
+// 5000 ms budget, so a correct tool always makes its six attempts.
 const (
-	jitterRuns     = 20
-	jitterParallel = 20
-	jitterMinWaits = 50
+	jitterRuns     = 30
+	jitterParallel = jitterRuns
+	jitterWaits    = 5
+	jitterMinWaits = 100
 )
 
-var jitterJob = retryJob{callMS: 0, fail: 100, budgetMS: 5000, attempts: 4, baseMS: 200, connect: 1}
+var jitterJob = retryJob{callMS: 0, fail: 100, budgetMS: 5000, attempts: jitterWaits + 1, baseMS: 100, connect: 1}
 
 // A retried run: the scenario, the tool's run and output, and what the
 // partner recorded for its key.
@@ -201,7 +204,7 @@ func (g *grader) checkRetry(ctx context.Context) {
 	// A correct retry ends within its budget (5 s at most here); one whose
 	// waits are not charged can sleep for minutes: cut it short.
 	runs := g.runLimited(ctx, "retry", retryTimeout, jobs, jitterParallel+len(retryJobs)+drawnRetries+waitRuns)
-	if r := runs["budget"]; r.killed && runs["recovers"].problem == "" && runs["attempts"].problem == "" {
+	if r := runs["budget"]; r.killed && !r.heldUp && runs["recovers"].problem == "" && runs["attempts"].problem == "" {
 		// Only the run that the budget alone can stop went on: its waits were not paid from it.
 		g.set("retry_waits_charged", false, "/call always failing at once, budget 1500 ms, --attempts 30: still running after %v, killed", retryTimeout)
 		delete(runs, "budget")
@@ -210,7 +213,7 @@ func (g *grader) checkRetry(ctx context.Context) {
 	res := map[string]*retried{}
 	for name, r := range runs {
 		if r.problem != "" {
-			g.failAllOf(r.problem, props...)
+			g.failRun(r, r.problem, props...)
 			return
 		}
 		var o retryOut
@@ -277,7 +280,10 @@ func (g *grader) checkWaitsCharged(res map[string]*retried) {
 	v.need(!o.OK && o.StoppedReason == "budget", "it stopped with stopped_reason %q (ok %v)", o.StoppedReason, o.OK)
 	v.within(x.run.wallMS(), limit, allowFor(x.run), "the run went past its budget")
 	for _, name := range sortedNames(res) {
-		if but := unpaid(res[name]); but != "" {
+		switch but, timed := unpaid(res[name]); {
+		case but != "" && timed:
+			v.slow("%s: %s", name, but)
+		case but != "":
 			v.need(false, "%s: %s", name, but)
 		}
 	}
@@ -328,15 +334,11 @@ const capLateness = 25.0 // ms
 // run's threads waited at least that long for a CPU (no timer of the
 // process can have been later than that: load explains it, and it is not
 // a failure at all); where that time cannot be measured it is a timing
-// miss. And the caps must grow: of the jitter clients' second waits (cap
-// 400 ms) one must be over 225 ms, and of their third (cap 800 ms) one
-// over 425 ms. A correct tool fails that with probability
-// 0.5625^20 + 0.53^20 < 2e-5; one whose caps do not grow, every time.
+// miss. And the caps must grow (checkDoubling).
 func (g *grader) checkWaitCaps(res map[string]*retried) {
 	var v verdict
 	var over []string
 	waits := 0
-	var grows [3]bool // some jitter client's wait k went past the cap of wait k-1
 	for _, name := range sortedNames(res) {
 		x := res[name]
 		base := x.job.base()
@@ -344,9 +346,6 @@ func (g *grader) checkWaitCaps(res map[string]*retried) {
 			waits++
 			if w < 0 || w > capOf(base, i)+capLateness {
 				over = append(over, fmt.Sprintf("%s: wait %d is %.1f ms, cap %.0f ms", name, i+1, w, capOf(base, i)))
-			}
-			if i > 0 && i < 3 && strings.HasPrefix(name, "jitter") && w > capOf(base, i-1)+capLateness {
-				grows[i] = true
 			}
 		}
 		excess := overCaps(x.out.WaitsMS, base)
@@ -367,11 +366,98 @@ func (g *grader) checkWaitCaps(res map[string]*retried) {
 			over = over[:len(over)-countOver(x.out.WaitsMS, base)] // late by no more than the CPU made it
 		}
 	}
-	if n := jitterClients(res); n >= jitterRuns/2 {
-		v.need(grows[1], "no jitter client's second wait was over the first cap (200 ms): the cap does not double")
-		v.need(grows[2], "no jitter client's third wait was over the second cap (400 ms): the cap does not double")
+	grew := checkDoubling(res, &v)
+	g.judge("retry_wait_caps", v, "%s; %s", joinOr(shortList(over, 6), fmt.Sprintf("%d waits, each within its cap (+%.0f ms, or as late as the CPU made it)", waits, capLateness)), grew)
+}
+
+// The doubling test, on the jitter sample: for each of the waits
+// doubleFirst to jitterWaits (caps 400, 800 and 1600 ms), the largest of
+// the jitterRuns clients' waits must be over doubleShare of its cap. Under
+// full jitter each wait is uniform in [0, cap]: all 30 under 0.6 of the
+// cap has probability 0.6^30 = 2.2e-7, so a correct tool fails one of the
+// three with probability under 7e-7. Caps that grow linearly (base·k:
+// wait 4 at most 400 of its 800 ms, wait 5 at most 500 of 1600) or stop
+// doubling (base·2^min(k-1, 2): waits 4 and 5 at most 400 ms) keep every
+// such wait at half its cap or less, and fail every time.
+const (
+	doubleShare = 0.6
+	doubleFirst = 3
+	// lateShare: a wait over doubleShare whose share of its cap, less what
+	// load can have made it late, is not over lateShare is a timing miss.
+	// The caps that do not double keep every such wait at half its cap.
+	lateShare = 0.5
+)
+
+// checkDoubling applies the doubling test to res's jitter clients, records
+// what failed in v, and says what it saw. A wait counts by what it
+// measured (a timer is never early): none over the share is a failure.
+// When no wait is over half its cap once what the machine can have made it
+// late is taken off (the run's threads' CPU wait and the lab's own timer
+// lag while it ran: a wrong tool's late timer looks like a larger draw), it
+// is a timing miss, run again: caps that do not double, made late, never
+// pass.
+func checkDoubling(res map[string]*retried, v *verdict) string {
+	type index struct {
+		n        int
+		raw, adj float64 // the largest share of the cap: measured, and less what load explains
+		at       float64 // the largest wait
 	}
-	g.judge("retry_wait_caps", v, "%s", joinOr(shortList(over, 6), fmt.Sprintf("%d waits, each within its cap (+%.0f ms, or as late as the CPU made it); the jitter clients' caps doubled", waits, capLateness)))
+	per := make([]index, jitterWaits+1)
+	short, starvedOut := 0, 0 // clients with fewer waits; of them, those the partner's slow answers ran out of budget
+	for _, name := range sortedNames(res) {
+		if !strings.HasPrefix(name, "jitter") {
+			continue
+		}
+		x := res[name]
+		if len(x.out.WaitsMS) < jitterWaits {
+			short++
+			if x.out.StoppedReason == "budget" && partnerMS(x.log) > float64(x.job.budgetMS)-sum(capsOf(x.job.base(), jitterWaits)) {
+				starvedOut++
+			}
+		}
+		late := loadLate(x.run)
+		for i, w := range x.out.WaitsMS {
+			k := i + 1
+			if k < doubleFirst || k > jitterWaits {
+				continue
+			}
+			c := capOf(x.job.base(), i)
+			p := &per[k]
+			p.n++
+			if w/c > p.raw {
+				p.raw, p.at = w/c, w
+			}
+			p.adj = max(p.adj, (w-late)/c)
+		}
+	}
+	if jitterClients(res) == 0 {
+		return "no jitter sample"
+	}
+	var seen []string
+	for k := doubleFirst; k <= jitterWaits; k++ {
+		p, c := per[k], capOf(jitterJob.base(), k-1)
+		seen = append(seen, fmt.Sprintf("wait %d (cap %.0f ms): the largest of %d is %.1f ms", k, c, p.n, p.at))
+		switch {
+		case p.n < jitterRuns && short > 0 && starvedOut == short:
+			v.slow("only %d of %d clients made wait %d: the partner's answers, slow on a busy machine, took the budget", p.n, jitterRuns, k)
+		case p.n < jitterRuns:
+			v.need(false, "only %d of %d clients made wait %d, too few to see whether the caps double (every wait at its cap fits the budget)", p.n, jitterRuns, k)
+		case p.raw <= doubleShare:
+			v.need(false, "of %d clients' wait %d (cap %.0f ms) none was over %.0f%% of the cap (the largest %.1f ms): the waits do not grow with a cap that doubles", p.n, k, c, 100*doubleShare, p.at)
+		case p.adj <= lateShare:
+			v.slow("of %d clients' wait %d (cap %.0f ms) none was over %.0f%% of the cap by more than the machine can have made it late (the largest %.1f ms)", p.n, k, c, 100*lateShare, p.at)
+		}
+	}
+	return fmt.Sprintf("of %d jitter clients, %s (each must be over %.0f%% of its cap)", jitterRuns, strings.Join(seen, ", "), 100*doubleShare)
+}
+
+// capsOf lists the first n caps of base.
+func capsOf(base float64, n int) []float64 {
+	var caps []float64
+	for k := range n {
+		caps = append(caps, capOf(base, k))
+	}
+	return caps
 }
 
 func countOver(waits []float64, base float64) int {
@@ -395,23 +481,27 @@ func jitterClients(res map[string]*retried) int {
 }
 
 // checkJitter is the statistical test of full jitter on the waits of
-// jitterRuns clients that failed together, three waits each (caps 200, 400,
-// 800 ms). Each wait divided by its cap, u, is uniform on [0, 1] under full
-// jitter. Three tests, with their false-reject rates for a correct tool:
+// jitterRuns clients that failed together, five waits each (caps 100, 200,
+// 400, 800, 1600 ms). Each wait divided by its cap, u, is uniform on
+// [0, 1] under full jitter. The first two tests look at the 120 waits of
+// 200 ms caps or more (the 25 ms a timer may be late is a quarter of a
+// 100 ms cap); three tests, with their false-reject rates for a correct
+// tool:
 //
-//   - the whole [0, cap]: each quarter of [0, 1] holds at least 3 of the 60
-//     u. A measured wait may be late by 25 ms (or by what the CPU made it),
-//     so a wait counts for every quarter its interval [u − late/cap, u]
-//     touches: lateness never empties a quarter. P(a quarter holds ≤ 2 of
-//     60) = 7.1e-6, so under 3e-5 for the four.
+//   - the whole [0, cap]: each quarter of [0, 1] holds at least 3 of the
+//     120 u. A measured wait may be late by 25 ms (or by what the CPU made
+//     it), so a wait counts for every quarter its interval
+//     [u − late/cap, u] touches: lateness never empties a quarter.
+//     P(a quarter holds ≤ 2 of 120) < 1e-12, and of the 100 the test
+//     needs at least, < 2e-10: under 1e-9 for the four.
 //   - draws that differ within one client: a client is in step when its
-//     three u lie within 0.15 of one another (one draw scaled by each cap);
+//     four u lie within 0.15 of one another (one draw scaled by each cap);
 //     at most half of the clients may be. For a correct tool P(in step) =
-//     3·0.15² − 2·0.15³ = 0.061 each, and P(10 or more of 20) < 1e-7.
-//   - clients that differ: their first waits take at least 10 distinct
+//     4·0.15³ − 3·0.15⁴ < 0.012 each, and P(15 or more of 30) < 1e-20.
+//   - clients that differ: their first waits take at least 15 distinct
 //     values (0.1 ms resolution): fewer has probability under 1e-12.
 //
-// So a correct tool fails retry_jitter with probability under 3e-5. A
+// So a correct tool fails retry_jitter with probability under 1e-9. A
 // fixed wait (cap/2, the cap), "equal jitter" in [cap/2, cap], a draw in
 // [0, cap/2], or one draw per client fail every time.
 func (g *grader) checkJitter(res map[string]*retried) {
@@ -428,6 +518,10 @@ func (g *grader) checkJitter(res map[string]*retried) {
 		late := capLateness + max(x.run.starvedMS, 0)
 		var us []float64
 		for i, w := range x.out.WaitsMS {
+			if i == 0 {
+				firsts[math.Round(w*10)/10] = true
+				continue
+			}
 			ceiling := capOf(x.job.base(), i)
 			u := w / ceiling
 			lo := max(u-late/ceiling, 0)
@@ -437,9 +531,6 @@ func (g *grader) checkJitter(res map[string]*retried) {
 				if lo < float64(q+1)/4 && u >= float64(q)/4 {
 					quarters[q]++
 				}
-			}
-			if i == 0 {
-				firsts[math.Round(w*10)/10] = true
 			}
 		}
 		if len(us) >= 2 {
@@ -456,7 +547,7 @@ func (g *grader) checkJitter(res map[string]*retried) {
 		v.need(2*inStep <= clients, "%d of %d clients waited the same share of each cap: one draw per client, scaled, instead of a draw per wait", inStep, clients)
 		v.need(len(firsts) >= jitterRuns/2, "the %d clients' first waits took only %d distinct values, so clients that failed together come back together", jitterRuns, len(firsts))
 	}
-	g.judge("retry_jitter", v, "%d clients failing together (caps 200, 400, 800 ms): %d waits, by quarter of their cap %v, %d clients in step, %d distinct first waits",
+	g.judge("retry_jitter", v, "%d clients failing together (caps 200, 400, 800, 1600 ms after a first of 100 ms): %d waits, by quarter of their cap %v, %d clients in step, %d distinct first waits",
 		jitterRuns, n, quarters, inStep, len(firsts))
 }
 
@@ -607,10 +698,13 @@ func sum(xs []float64) float64 {
 // attempts before it, which the partner answered no sooner than their
 // delay: the waits and those attempts add up to at most the budget less the
 // floor. Measured waits may be late by 25 ms each and by the time the
-// process waited for a CPU; nothing else lets them add up to more, however
-// busy the machine. (Waits taken but not charged add up to far more: the
-// budget run's caps grow past 25 s.)
-func unpaid(x *retried) string {
+// process waited for a CPU. Later than that, but by no more than the lab's
+// own timer was late while the run lasted (a busy machine can wake a
+// sleeping tool that late without its threads having waited for a CPU: a
+// load of 15 once woke one 400 ms late), is a timing miss: timed is true,
+// and the run is judged again. (Waits taken but not charged add up to far
+// more: the budget run's caps grow past 25 s.)
+func unpaid(x *retried) (but string, timed bool) {
 	j, o := x.job, x.out
 	floor := max(float64(j.minMS), 1)
 	answered := 0.0
@@ -624,9 +718,10 @@ func unpaid(x *retried) string {
 	if allow < 0 {
 		allow = capLateness*float64(len(o.WaitsMS)) + loadAllowance
 	}
-	if paid <= max(float64(j.budgetMS)-floor, 0)+rounding+allow {
-		return ""
+	bound := max(float64(j.budgetMS)-floor, 0) + rounding
+	if paid <= bound+allow {
+		return "", false
 	}
-	return fmt.Sprintf("the waits %v and the %.0f ms of answered attempts before them add up to %.0f ms, past the budget of %d ms less the floor of %.0f ms (and %.0f ms a late timer may add)",
-		o.WaitsMS, answered, paid, j.budgetMS, floor, allow)
+	return fmt.Sprintf("the waits %v and the %.0f ms of answered attempts before them add up to %.0f ms, past the budget of %d ms less the floor of %.0f ms (and %.0f ms a late timer may add, %.0f ms more on a machine whose own timers were that late)",
+		o.WaitsMS, answered, paid, j.budgetMS, floor, allow, max(x.run.lagMS, 0)), paid <= bound+allow+max(x.run.lagMS, 0)
 }

@@ -22,7 +22,8 @@ func (v *verdict) absorb(w verdict) {
 // callOnce runs one call case and compares it with the model.
 func (g *grader) callOnce(ctx context.Context, c callCase) verdict {
 	var v verdict
-	r := g.exec(ctx, "call", c.args(g.lab)...)
+	args := c.args(g.lab)
+	r := g.exec(ctx, "call", args...)
 	var o callOut
 	if !v.need(r.problem == "", "%s: %s", c, r.problem) {
 		return v
@@ -30,7 +31,8 @@ func (g *grader) callOnce(ctx context.Context, c callCase) verdict {
 	if err := r.decode(&o, callKeys...); !v.need(err == nil, "%s: %v", c, err) {
 		return v
 	}
-	modelCall(newModel(&v, c.String()), c, o, r)
+	log, _ := g.callLog(ctx, args)
+	modelCall(newModel(&v, c.String()), c, o, r, log)
 	return v
 }
 
@@ -57,7 +59,7 @@ func (g *grader) deadlineOnce(ctx context.Context, c deadlineCase) verdict {
 	}
 	var arrivals []arrival
 	for _, e := range log.Calls {
-		arrivals = append(arrivals, arrival{e.ArrivalMs})
+		arrivals = append(arrivals, arrival{at: e.ArrivalMs, end: e.End, dur: e.DurationMs})
 	}
 	modelDeadline(newModel(&v, c.String()), c, urls, o, r, arrivals)
 	return v

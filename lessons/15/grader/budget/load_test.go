@@ -305,3 +305,139 @@ func TestASkipAfterSlowCallsIsATimingMiss(t *testing.T) {
 		}
 	}
 }
+
+// A busy machine can wake a tool's timer late without its threads having
+// waited for a CPU (load 15: a fanout read a 200 ms answer with 58 ms of
+// budget; a retry slept 400 ms past its draw). Where the lab's own timer
+// was that late while the run lasted (injected here as the run's lagMS, no
+// real load), the miss is a timing miss: run again, inconclusive when busy
+// again. On a quiet machine the same numbers fail.
+func TestALateTimerOnABusyMachineIsATimingMiss(t *testing.T) {
+	b := func(v int64) *int64 { return &v }
+	for _, c := range []struct {
+		name      string
+		lag       float64
+		wantTimed bool
+	}{
+		{"quiet machine", 1, false},
+		{"the lab's timer 300 ms late", 300, true},
+	} {
+		g := newTestGrader()
+		r := quietRun(765)
+		r.lagMS = c.lag
+		log := []provider.PartnerLogEntry{
+			{ArrivalMs: 0, BudgetMs: b(499), End: "done", DurationMs: 204},
+			{ArrivalMs: 215, BudgetMs: b(274), End: "done", DurationMs: 215},
+			{ArrivalMs: 442, BudgetMs: b(58), End: "done", DurationMs: 238},
+		}
+		recv := func(v float64) *float64 { return &v }
+		made := []fanoutCall{{SentBudgetMS: 499, Received: recv(499), ElapsedMS: 205}, {SentBudgetMS: 274, Received: recv(274), ElapsedMS: 216}, {SentBudgetMS: 58, Received: recv(58), ElapsedMS: 239}}
+		g.checkFanoutCut(&fanned{budget: 500, n: 4, run: r, log: log, made: made, out: fanoutOut{Calls: append(made, fanoutCall{})}})
+		f := judged(t, g, "fanout_budget_cut")
+		if f.ok || f.timed != c.wantTimed {
+			t.Errorf("fanout, %s: ok %v timed %v, want a miss, timed %v (%s)", c.name, f.ok, f.timed, c.wantTimed, f.but)
+		}
+
+		x := &retried{job: retryJob{fail: 100, budgetMS: 858, attempts: 2, baseMS: 1500, minMS: 139}, run: quietRun(1200),
+			out: retryOut{Attempts: 2, WaitsMS: []float64{1126.4}, StoppedReason: "budget"}, log: provider.PartnerLog{Calls: failed503(1, 0, 1127)}}
+		x.run.starvedMS, x.run.lagMS = 267, c.lag
+		but, timed := unpaid(x)
+		if but == "" || timed != c.wantTimed {
+			t.Errorf("retry, %s: %q timed %v, want a miss, timed %v", c.name, but, timed, c.wantTimed)
+		}
+	}
+}
+
+// The partner's own log of a call cut by its read limit says how long the
+// call was held: a limit that fired at half and a sleep before printing
+// (the wall clock looks right) fail; a call held the whole limit passes;
+// one held short by no more than a busy machine's measured lateness is a
+// timing miss.
+func TestACutCallIsHeldItsWholeLimitByThePartner(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		held, lag float64
+		want      string
+	}{
+		{"held the limit", 499, 1, "pass"},
+		{"half, then slept", 250, 1, "fail"},
+		{"half, then slept, on a busy machine", 250, 100, "fail"},
+		{"180 ms short, lab timer 200 ms late", 320, 200, "miss"},
+	} {
+		r := quietRun(505)
+		r.lagMS = c.lag
+		log := provider.PartnerLog{Calls: []provider.PartnerLogEntry{{End: "client_gone", Status: 0, DurationMs: c.held}}}
+		g := newTestGrader()
+		g.checkCut("call_read_limit", callOut{Phase: "read", ElapsedMS: 502.4}, r, log, "GET /call?ms=4000 --read 0.5", "not cut", "")
+		f := judged(t, g, "call_read_limit")
+		got := "pass"
+		switch {
+		case !f.ok && f.timed:
+			got = "miss"
+		case !f.ok:
+			got = "fail"
+		}
+		if got != c.want {
+			t.Errorf("%s: %s, want %s (%s)", c.name, got, c.want, f.but)
+		}
+	}
+}
+
+// A skipped call's read_timeout_ms is the budget left when it was
+// skipped: negative once the budget is spent (a cut read can end a little
+// after it), never below the budget less the run's whole life.
+func TestASkippedCallMayReportANegativeBudgetLeft(t *testing.T) {
+	c := deadlineCase{budget: 500, minMS: 50, targets: []dlTarget{{delayMS: 2000}, {delayMS: 10}}}
+	for _, tc := range []struct {
+		left   float64
+		wantOK bool
+	}{{-3, true}, {-400, false}} {
+		var v verdict
+		m := newModel(&v, "deadline")
+		out := deadlineOut{BudgetMS: 500, TotalMS: 503, Skipped: 1, Exceeded: true, Calls: []deadlineCall{
+			{URL: "u1", Phase: "read", ElapsedMS: 502.8, ReadTimeoutMS: 499},
+			{URL: "u2", Phase: "no_budget", ElapsedMS: 0, ReadTimeoutMS: tc.left},
+		}}
+		modelDeadline(m, c, []string{"u1", "u2"}, out, quietRun(506), []arrival{{at: 0}})
+		bad := slices.ContainsFunc(v.buts, func(b string) bool { return strings.Contains(b, "read_timeout_ms of call 2") })
+		if bad == tc.wantOK {
+			t.Errorf("read_timeout_ms %.0f on a skipped call: accepted %v, want %v (%v)", tc.left, !bad, tc.wantOK, v.buts)
+		}
+	}
+}
+
+// deadline's call cut by its read limit was held that long by the
+// partner, by its own log: a limit that fired at half fails, however the
+// times it printed add up.
+func TestDeadlinesCutCallIsHeldByThePartner(t *testing.T) {
+	c := deadlineCase{budget: 500, minMS: 50, targets: []dlTarget{{delayMS: 2000}}}
+	for _, tc := range []struct {
+		held   float64
+		wantOK bool
+	}{{497, true}, {250, false}} {
+		var v verdict
+		m := newModel(&v, "deadline")
+		out := deadlineOut{BudgetMS: 500, TotalMS: 501, Exceeded: true, Calls: []deadlineCall{
+			{URL: "u1", Phase: "read", ElapsedMS: 500.6, ReadTimeoutMS: 499},
+		}}
+		modelDeadline(m, c, []string{"u1"}, out, quietRun(506), []arrival{{at: 0, end: "client_gone", dur: tc.held}})
+		bad := slices.ContainsFunc(v.buts, func(b string) bool { return strings.Contains(b, "the partner held the call only") })
+		if bad == tc.wantOK || bad && !v.hard {
+			t.Errorf("held %.0f ms of a 499 ms limit: accepted %v (hard %v), want %v (%v)", tc.held, !bad, v.hard, tc.wantOK, v.buts)
+		}
+	}
+}
+
+// A run killed at its time bound fails its tool's properties, unless the
+// machine held it back then (a load of 43 kept a correct retry of a
+// 1155 ms budget running past 7 s): then it is a timing miss, run again.
+func TestAKillWhileHeldBackIsATimingMiss(t *testing.T) {
+	for _, held := range []bool{false, true} {
+		g := newTestGrader()
+		g.failRun(run{killed: true, heldUp: held, problem: "retry was still running after 7s and was killed"}, "retry was still running after 7s and was killed", "retry_json", "retry_model")
+		f := judged(t, g, "retry_model")
+		if f.ok || f.timed != held {
+			t.Errorf("held back %v: ok %v timed %v, want a miss, timed %v", held, f.ok, f.timed, held)
+		}
+	}
+}

@@ -50,7 +50,7 @@ func fixtures() map[string][]fixture {
 		fx["call"] = append(fx["call"], fixture{"call " + name, o, func(out any) (bool, map[string]bool, []string) {
 			var v verdict
 			m := newModel(&v, name)
-			modelCall(m, c, *out.(*callOut), r)
+			modelCall(m, c, *out.(*callOut), r, provider.PartnerLog{})
 			return v.ok(), m.seen, v.buts
 		}})
 	}
@@ -72,12 +72,12 @@ func fixtures() map[string][]fixture {
 				call.ReadTimeoutMS = max(left, 0)
 			case "done":
 				if !t.hole && t.code == 0 {
-					log = append(log, arrival{used})
+					log = append(log, arrival{at: used})
 				}
 				call.OK = t.code == 0 || t.code/100 == 2
 				call.ElapsedMS = t.work() + 1
 			case "read":
-				log = append(log, arrival{used})
+				log = append(log, arrival{at: used})
 				o.Exceeded = true
 				call.ElapsedMS = left
 			case "connect":

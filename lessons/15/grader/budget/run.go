@@ -27,6 +27,10 @@ type run struct {
 	wall    time.Duration
 	problem string // why no JSON can be checked; "" when stdout holds JSON
 	killed  bool   // it ran past its time bound
+	// heldUp: killed at its bound while the machine held it back (its
+	// threads waited for a CPU a quarter of the run, or the lab's own timer
+	// fired a second late): a correct tool can be, so it is a timing miss.
+	heldUp bool
 	// start is the grader's clock just before the process was started: the
 	// tool's own clock cannot have started earlier.
 	start time.Time
@@ -34,7 +38,16 @@ type run struct {
 	// (Linux; -1 where it cannot be measured): the most that load can have
 	// made any of its timers late.
 	starvedMS float64
+	// lagMS is the most the lab's own 10 ms timer fired late while the run
+	// lasted (0 without a monitor): how late the machine made timers then.
+	lagMS float64
 }
+
+// loadLate is how late the machine can have made a timer of run r: the
+// time its threads waited for a CPU and the lab's own timer lag while it
+// ran. It may turn a miss into a timing miss (run again, inconclusive
+// when the machine is busy again), never into a pass.
+func loadLate(r run) float64 { return max(r.starvedMS, 0) + max(r.lagMS, 0) }
 
 // toolCPU is the CPU a tool may use besides a quarter of its wall time
 // and still be judged as waiting: a tool that makes a few HTTP calls uses a
@@ -93,8 +106,15 @@ func (g *grader) execWithin(parent context.Context, within time.Duration, tool s
 	}
 	defer runner.RemoveAll(scratch)
 	var stdout runner.Buffer
+	mark := -1
+	if g.mon != nil {
+		mark = g.mon.Mark()
+	}
 	r.start = time.Now()
 	res := runner.Run(parent, runner.Cmd{Name: bin, Args: args, Dir: scratch, TempDir: filepath.Join(scratch, "tmp"), Timeout: within, Stdout: &stdout})
+	if mark >= 0 {
+		r.lagMS = g.mon.Since(mark).LagMaxMS
+	}
 	g.left.Add(res)
 	r.wall = res.Elapsed
 	r.starvedMS = -1
@@ -111,12 +131,15 @@ func (g *grader) execWithin(parent context.Context, within time.Duration, tool s
 		g.mu.Unlock()
 	case res.Starved >= 0:
 		r.starvedMS = res.Starved * r.wallMS()
-		if g.mon != nil && g.mon.HeldBack(res.Starved, res.Elapsed) {
+		if g.mon != nil && (g.mon.HeldBack(res.Starved, res.Elapsed) ||
+			g.mon.HeldBack(res.StarvedPeak, min(res.Elapsed, runner.StarvedWindow))) {
 			g.mu.Lock()
 			g.heldBack = true
 			g.mu.Unlock()
+			r.heldUp = res.TimedOut
 		}
 	}
+	r.heldUp = r.heldUp || res.TimedOut && r.lagMS >= 1000
 	r.stdout, r.stderr = stdout.Bytes(), []byte(res.Output)
 	if res.ExitCode != 0 {
 		err = fmt.Errorf("exit status %d", res.ExitCode)

@@ -19,6 +19,7 @@ import (
 	"quoteflowlab.dev/kit/course"
 	"quoteflowlab.dev/kit/grade"
 	"quoteflowlab.dev/kit/kept"
+	"quoteflowlab.dev/kit/machine"
 	"quoteflowlab.dev/kit/report"
 	"quoteflowlab.dev/kit/runner"
 )
@@ -140,12 +141,21 @@ func gradeVariant(t *testing.T, root string, l course.Lesson, cache, ref string,
 	r := checkWithin(ctx, o, v, bound)
 	if r.Verdict == report.Inconclusive {
 		// The machine was too busy to judge a timing twice: what a student
-		// is told to do then, check again, is done once. Passed is never
-		// accepted, on either grading.
+		// is told to do then, check again when the machine is quieter, is
+		// done once. Passed is never accepted, on either grading.
 		var first bytes.Buffer
 		r.WriteText(&first)
-		t.Logf("inconclusive on a busy machine, graded again:\n%s", first.String())
+		t.Logf("inconclusive on a busy machine, graded again %s:\n%s", machine.WaitQuieter(ctx, quietWait), first.String())
 		r = checkWithin(ctx, o, v, bound)
+	}
+	if r.Verdict == report.Inconclusive {
+		// Inconclusive twice, as TestReferencePasses: no property passed
+		// that the variant breaks, and the machine, measured busy, could
+		// not tell its late timer from a wrong one. A variant the grader
+		// excuses on a quiet machine still fails this test.
+		var text bytes.Buffer
+		r.WriteText(&text)
+		t.Skipf("inconclusive twice, the machine too busy to judge a timing:\n%s", text.String())
 	}
 	var text bytes.Buffer
 	r.WriteText(&text)

@@ -7,9 +7,9 @@
 // checkpoints only they import, and `go run ./lessons/17/exercise` would
 // no longer build. go mod tidy reads every file whatever its build tags;
 // no build sets the tag lessondeps, so nothing here is ever compiled.
-// TestLessonsThatImportACheckpointAreLeftOutOfDotDotDot keeps the list
-// exact.
-package coursetest
+// lab/coursetest's TestLessonsThatImportACheckpointAreLeftOutOfDotDotDot
+// keeps the list exact.
+package deps
 
 import (
 	_ "quoteflowlab.dev/checkpoints/12/quoteflow"
