@@ -146,6 +146,7 @@ type Limit struct {
 	n       int           // samples in the window
 	drops   int
 	busiest int // the most calls in flight any sample of the window saw
+	cuts    int // how many times a step lowered the limit
 	history []Step
 	onMove  func() // called (unlocked) when the limit may have grown
 }
@@ -188,10 +189,25 @@ func (l *Limit) current() int {
 // it started (itself included) and its outcome. Every Window samples (not
 // counting Ignore) the limit moves once.
 func (l *Limit) Sample(rtt time.Duration, inFlight int, o Outcome) {
+	l.sample(rtt, inFlight, o, -1)
+}
+
+// sample is Sample for a call let through when the limit had been lowered
+// cuts times (-1: whenever). A call let through before the limit's last
+// cut says nothing of the lower limit: it is no sample, as TCP lowers its
+// window once for the losses of one window of data. Without that, the
+// calls in flight when the latency jumped (a pause of our own process, a
+// supplier's brief stall) cut the limit again and again, 17 to 10 to 7 to
+// 6 in three windows, for one event.
+func (l *Limit) sample(rtt time.Duration, inFlight int, o Outcome, cuts int) {
 	if o == Ignore {
 		return
 	}
 	l.mu.Lock()
+	if o == Success && cuts >= 0 && cuts != l.cuts {
+		l.mu.Unlock()
+		return
+	}
 	l.n++
 	l.busiest = max(l.busiest, inFlight)
 	if o == Dropped {
@@ -214,7 +230,7 @@ func (l *Limit) Sample(rtt time.Duration, inFlight int, o Outcome) {
 // step moves the limit at the end of a window, and starts the next one.
 // It reports whether the limit changed.
 func (l *Limit) step() bool {
-	before := l.current()
+	before, was := l.current(), l.limit
 	c := l.cfg
 	st := Step{At: time.Now(), Drops: l.drops}
 	good := l.n - l.drops
@@ -244,10 +260,13 @@ func (l *Limit) step() bool {
 			break
 		}
 		gradient := max(0.5, min(1, c.Tolerance*l.long/short))
-		if c.Allowed > 0 && l.slowest <= c.Allowed {
-			// Every call within what the caller can afford: a queue, perhaps,
-			// but one its deadline allows.
-			gradient = 1
+		if c.Allowed > 0 {
+			// Measured against what the caller can afford, not against the
+			// baseline: Allowed / the slowest call, within [0.5, 2] (as
+			// Envoy's adaptive concurrency filter bounds its gradient):
+			// below 1 by how far the slowest call went past it, above 1,
+			// growing faster, while every call came back well within it.
+			gradient = max(0.5, min(2, float64(c.Allowed)/float64(l.slowest)))
 		}
 		next := l.limit*gradient + c.QueueSize
 		if next < l.limit {
@@ -261,6 +280,9 @@ func (l *Limit) step() bool {
 		st.Reason = "grow"
 	}
 	l.limit = min(max(l.limit, float64(c.Min)), float64(c.Max))
+	if l.limit < was {
+		l.cuts++
+	}
 	st.Limit = l.current()
 	st.ShortMs = math.Round(float64(st.short)/1e3) / 1e3
 	st.LongMs = math.Round(l.long/1e3) / 1e3
@@ -270,6 +292,13 @@ func (l *Limit) step() bool {
 	}
 	l.sum, l.slowest, l.n, l.drops, l.busiest = 0, 0, 0, 0, 0
 	return st.Limit != before
+}
+
+// cutsNow is how many times a step lowered the limit.
+func (l *Limit) cutsNow() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cuts
 }
 
 // Failing reports whether the Limit's last step was a backoff: its calls

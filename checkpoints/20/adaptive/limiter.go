@@ -122,6 +122,7 @@ type Token struct {
 	l        *Limiter
 	start    time.Time
 	inFlight int
+	cuts     int // the limit's cuts when it was let through
 	once     sync.Once
 }
 
@@ -130,7 +131,7 @@ type Token struct {
 // nothing.
 func (t *Token) Done(o Outcome) {
 	t.once.Do(func() {
-		t.l.limit.Sample(time.Since(t.start), t.inFlight, o)
+		t.l.limit.sample(time.Since(t.start), t.inFlight, o, t.cuts)
 		t.l.mu.Lock()
 		t.l.inFlight--
 		t.l.mu.Unlock()
@@ -175,7 +176,7 @@ func (l *Limiter) freeFor(p Priority) bool {
 func (l *Limiter) grant(p Priority) *Token {
 	l.inFlight++
 	l.passed[p]++
-	return &Token{l: l, start: time.Now(), inFlight: l.inFlight}
+	return &Token{l: l, start: time.Now(), inFlight: l.inFlight, cuts: l.limit.cutsNow()}
 }
 
 // Acquire lets the call through at once when a slot is free, or waits in
@@ -221,7 +222,7 @@ func (l *Limiter) Acquire(ctx context.Context, p Priority) (*Token, error) {
 	defer l.mu.Unlock()
 	if w.granted {
 		// Let through, perhaps at the very moment its wait ended: take it.
-		return &Token{l: l, start: time.Now(), inFlight: w.inFlight}, nil
+		return &Token{l: l, start: time.Now(), inFlight: w.inFlight, cuts: l.limit.cutsNow()}, nil
 	}
 	if !closed(w.ready) { // still in line: leave it
 		l.remove(p, w)
