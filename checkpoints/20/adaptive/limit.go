@@ -189,25 +189,10 @@ func (l *Limit) current() int {
 // it started (itself included) and its outcome. Every Window samples (not
 // counting Ignore) the limit moves once.
 func (l *Limit) Sample(rtt time.Duration, inFlight int, o Outcome) {
-	l.sample(rtt, inFlight, o, -1)
-}
-
-// sample is Sample for a call let through when the limit had been lowered
-// cuts times (-1: whenever). A call let through before the limit's last
-// cut says nothing of the lower limit: it is no sample, as TCP lowers its
-// window once for the losses of one window of data. Without that, the
-// calls in flight when the latency jumped (a pause of our own process, a
-// supplier's brief stall) cut the limit again and again, 17 to 10 to 7 to
-// 6 in three windows, for one event.
-func (l *Limit) sample(rtt time.Duration, inFlight int, o Outcome, cuts int) {
 	if o == Ignore {
 		return
 	}
 	l.mu.Lock()
-	if o == Success && cuts >= 0 && cuts != l.cuts {
-		l.mu.Unlock()
-		return
-	}
 	l.n++
 	l.busiest = max(l.busiest, inFlight)
 	if o == Dropped {
@@ -294,7 +279,8 @@ func (l *Limit) step() bool {
 	return st.Limit != before
 }
 
-// cutsNow is how many times a step lowered the limit.
+// cutsNow is how many times a step lowered the limit (a Token notes it
+// when its call is let through).
 func (l *Limit) cutsNow() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()

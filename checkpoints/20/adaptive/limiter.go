@@ -128,10 +128,19 @@ type Token struct {
 
 // Done gives the slot back and tells the limit the call's outcome and its
 // latency (from the moment it was let through). Calls after the first do
-// nothing.
+// nothing. A call let through before the limit's last cut says nothing of
+// the lower limit by its latency: its success is no sample (its failure
+// is, the supplier's own word), as TCP lowers its window once for the
+// losses of one window of data. Without that, the calls in flight when
+// latency jumped (a pause of our own process, a supplier's brief stall)
+// cut a limit again and again, 17 to 10 to 7 to 6 in three windows, for
+// one event.
 func (t *Token) Done(o Outcome) {
 	t.once.Do(func() {
-		t.l.limit.sample(time.Since(t.start), t.inFlight, o, t.cuts)
+		if o == Success && t.l.limit.cutsNow() != t.cuts {
+			o = Ignore
+		}
+		t.l.limit.Sample(time.Since(t.start), t.inFlight, o)
 		t.l.mu.Lock()
 		t.l.inFlight--
 		t.l.mu.Unlock()
