@@ -312,6 +312,51 @@ func TestACallWaitsInItsSuppliersLineWhileTheBudgetAllows(t *testing.T) {
 	})
 }
 
+// A call waits in its supplier's line only while half its budget is left
+// (SupplierQueue.Reserve, half the budget): let through later, it would
+// time out and halve its supplier's limit. With the line's target out of
+// the way (5 s), one call at a time per supplier and 700 ms a call, the
+// first quote is answered at 700 ms; the second's calls wait and are shed
+// at 400 ms, when 400 ms of its 800 are left (with the floor alone as
+// the reserve they waited until 700 ms, were let through with 100 ms
+// left and timed out at 800).
+func TestACallLeavesItsSuppliersLineWhenHalfTheBudgetIsGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := newFake(nil)
+		fake.latency = 700 * time.Millisecond
+		s := newService(t, Config{Transport: fake, NoHedge: true, NoBreaker: true, MaxStale: -1, InboundLimit: 2, OutboundLimit: 100,
+			Adaptive: &adaptive.Config{Initial: 1, Min: 1, Max: 1}, SupplierQueue: adaptive.Queue{Target: 5 * time.Second}})
+		type answer struct {
+			took  time.Duration
+			codes map[string]Code
+			n     int
+		}
+		answers := make(chan answer, 2)
+		start := time.Now()
+		for range 2 {
+			go func() {
+				res, err := s.Quote(t.Context(), kb(1))
+				if err != nil {
+					t.Errorf("a quote: %v", err)
+				}
+				answers <- answer{time.Since(start), codes(res), len(res.Quotes)}
+			}()
+			synctest.Wait() // its calls sent or in line
+		}
+		early, late := <-answers, <-answers
+		if early.took > late.took {
+			early, late = late, early
+		}
+		shed := map[string]Code{"atlas": CodeShed, "boreal": CodeShed, "cedar": CodeShed}
+		if early.took != 400*time.Millisecond || !maps.Equal(early.codes, shed) || late.took != 700*time.Millisecond || late.n != 3 {
+			t.Errorf("2 quotes at once, one call at a time per supplier, 700 ms a call: %+v, then %+v; want one shed at every line at 400 ms (half its budget left), the other answered at 700 ms", early, late)
+		}
+		if n := fake.TotalCalls(); n != 3 {
+			t.Errorf("%d supplier calls, want 3 (none let through with less than half the budget left)", n)
+		}
+	})
+}
+
 // The connection pool the service owns holds at least the outbound limit:
 // a pool of 6 under limits of up to 24 a supplier would be the real limit.
 func TestThePoolIsAtLeastTheOutboundLimit(t *testing.T) {
