@@ -277,7 +277,8 @@ func TestLowCallsLeaveTheKeptSlots(t *testing.T) {
 
 // A call let through before the limit's last cut says nothing of the lower
 // limit by its latency: it was queued under the higher one. At 20 (its
-// maximum; a window of 10, the long average at 50 ms), 20 calls are let
+// maximum; a window of 10, the long average at 50 ms; a step that leaves it
+// at 20 is no cut), 20 calls are let
 // through at once and all come back at 200 ms (our own process paused,
 // say): the first 10 cut the limit to 20 x 0.5 + 2 = 12; the other 10, let
 // through before that cut, are no samples (before: a second window at 200
@@ -304,11 +305,22 @@ func TestACallFromBeforeACutIsNoSampleOfItsLatency(t *testing.T) {
 				tok.Done(o)
 			}
 		}
-		for range 3 {
-			batch(10, 50*time.Millisecond, Success) // the baseline, a window each
+		// The baseline. A step that leaves the limit where it is cuts
+		// nothing: 15 calls let through at once, 10 back make a window (20,
+		// its maximum, stays), and the other 5 count towards the next with 5
+		// more; then one more window: 3 steps.
+		toks := make([]*Token, 15)
+		for i := range toks {
+			toks[i], _ = l.TryAcquire(High)
 		}
-		if got := lim.Current(); got != 20 {
-			t.Fatalf("at the baseline: %d, want 20", got)
+		time.Sleep(50 * time.Millisecond)
+		for _, tok := range toks {
+			tok.Done(Success)
+		}
+		batch(5, 50*time.Millisecond, Success)
+		batch(10, 50*time.Millisecond, Success)
+		if got, steps := lim.Current(), len(lim.History())-1; got != 20 || steps != 3 {
+			t.Fatalf("at the baseline: %d after %d steps, want 20 after 3 (a step that does not lower the limit is no cut)", got, steps)
 		}
 		batch(20, 200*time.Millisecond, Success)
 		if got := lim.Current(); got != 12 {
