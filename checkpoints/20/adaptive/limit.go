@@ -46,6 +46,13 @@ type Config struct {
 	// QueueSize is what the limit grows by (times Smoothing) in a window
 	// whose latency stays at the baseline: 2.
 	QueueSize float64
+	// Allowed is a latency the caller can afford whatever the baseline: a
+	// window whose every call came back within Allowed never shrinks the
+	// limit; once one is slower, the baseline's gradient decides. For a
+	// limit on whole requests with a deadline (QuoteFlow's inbound limit),
+	// a queue every request's deadline allows is no reason to refuse work.
+	// 0: the baseline alone decides, as in Gradient2.
+	Allowed time.Duration
 }
 
 // Defaults of Config.
@@ -93,6 +100,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: Backoff must be in (0, 1) and Smoothing in (0, 1] (got %v, %v)", ErrConfig, c.Backoff, c.Smoothing)
 	case !(c.QueueSize >= 0 && c.QueueSize <= 1000):
 		return c, fmt.Errorf("%w: QueueSize must be in [0, 1000] (got %v)", ErrConfig, c.QueueSize)
+	case c.Allowed < 0:
+		return c, fmt.Errorf("%w: Allowed must not be negative (got %v)", ErrConfig, c.Allowed)
 	}
 	return c, nil
 }
@@ -133,9 +142,11 @@ type Limit struct {
 	limit   float64
 	long    float64 // ns; 0 before the first window
 	sum     time.Duration
-	n       int // samples in the window
+	slowest time.Duration // the window's slowest answered call
+	n       int           // samples in the window
 	drops   int
 	busiest int // the most calls in flight any sample of the window saw
+	cuts    int // how many times a step lowered the limit
 	history []Step
 	onMove  func() // called (unlocked) when the limit may have grown
 }
@@ -188,6 +199,7 @@ func (l *Limit) Sample(rtt time.Duration, inFlight int, o Outcome) {
 		l.drops++
 	} else {
 		l.sum += rtt
+		l.slowest = max(l.slowest, rtt)
 	}
 	moved := false
 	if l.n >= l.cfg.Window {
@@ -203,7 +215,7 @@ func (l *Limit) Sample(rtt time.Duration, inFlight int, o Outcome) {
 // step moves the limit at the end of a window, and starts the next one.
 // It reports whether the limit changed.
 func (l *Limit) step() bool {
-	before := l.current()
+	before, was := l.current(), l.limit
 	c := l.cfg
 	st := Step{At: time.Now(), Drops: l.drops}
 	good := l.n - l.drops
@@ -233,6 +245,14 @@ func (l *Limit) step() bool {
 			break
 		}
 		gradient := max(0.5, min(1, c.Tolerance*l.long/short))
+		if c.Allowed > 0 {
+			// Measured against what the caller can afford, not against the
+			// baseline: Allowed / the slowest call, within [0.5, 2] (as
+			// Envoy's adaptive concurrency filter bounds its gradient):
+			// below 1 by how far the slowest call went past it, above 1,
+			// growing faster, while every call came back well within it.
+			gradient = max(0.5, min(2, float64(c.Allowed)/float64(l.slowest)))
+		}
 		next := l.limit*gradient + c.QueueSize
 		if next < l.limit {
 			// A queue: every call waits in it now, so the limit takes the
@@ -245,6 +265,9 @@ func (l *Limit) step() bool {
 		st.Reason = "grow"
 	}
 	l.limit = min(max(l.limit, float64(c.Min)), float64(c.Max))
+	if l.limit < was {
+		l.cuts++
+	}
 	st.Limit = l.current()
 	st.ShortMs = math.Round(float64(st.short)/1e3) / 1e3
 	st.LongMs = math.Round(l.long/1e3) / 1e3
@@ -252,8 +275,16 @@ func (l *Limit) step() bool {
 	if len(l.history) > HistorySize {
 		l.history = append(l.history[:0], l.history[len(l.history)-HistorySize:]...)
 	}
-	l.sum, l.n, l.drops, l.busiest = 0, 0, 0, 0
+	l.sum, l.slowest, l.n, l.drops, l.busiest = 0, 0, 0, 0, 0
 	return st.Limit != before
+}
+
+// cutsNow is how many times a step lowered the limit (a Token notes it
+// when its call is let through).
+func (l *Limit) cutsNow() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cuts
 }
 
 // Failing reports whether the Limit's last step was a backoff: its calls

@@ -76,6 +76,46 @@ func TestTheLimitFollowsTheLatencyGradient(t *testing.T) {
 	}
 }
 
+// With Allowed (a latency the caller can afford, QuoteFlow's inbound
+// limit: half a quote's budget), the gradient is Allowed / the window's
+// slowest call, within [0.5, 2], not the baseline's: windows at 50 ms, a
+// quarter of Allowed 200 ms (gradient 2), grow it from 4 half-way to
+// limit x 2 + 2 each, 7, 11, 18 (without Allowed: 5, 6, 7); windows at
+// 200 ms, four times the baseline but within Allowed (gradient 1), grow it
+// on by one, 19, 20 (without Allowed they shrank it). One call past
+// Allowed and it shrinks, whatever the mean: nine calls at 100 ms and one
+// at 300 ms (a mean of 120 ms) take it to 20.25 x 2/3 + 2 = 15.5 at once;
+// a window at 400 ms to 15.5 x 0.5 + 2 = 9.75; a window at 800 ms, the
+// gradient floored at 0.5, to 6.9. The long average stays at 50 ms.
+func TestAnAllowedLatencyIsNoQueue(t *testing.T) {
+	l := mustNew(t, Config{Allowed: 200 * time.Millisecond})
+	if got, want := busy(l, 50*time.Millisecond, 3), []int{7, 11, 18}; !slices.Equal(got, want) {
+		t.Fatalf("at a quarter of Allowed: %v, want %v (gradient 2)", got, want)
+	}
+	if got, want := busy(l, 200*time.Millisecond, 2), []int{19, 20}; !slices.Equal(got, want) {
+		t.Errorf("at Allowed, four times the baseline: %v, want %v (gradient 1: no queue the caller cannot afford)", got, want)
+	}
+	for i := range l.Config().Window {
+		rtt := 100 * time.Millisecond
+		if i == 0 {
+			rtt = 300 * time.Millisecond
+		}
+		l.Sample(rtt, l.Current(), Success)
+	}
+	if got := l.Current(); got != 15 {
+		t.Errorf("nine calls at 100 ms and one at 300 ms: %d, want 15 (20.25 x 200/300 + 2 = 15.5: one call past Allowed)", got)
+	}
+	if got, want := busy(l, 400*time.Millisecond, 1), []int{9}; !slices.Equal(got, want) {
+		t.Errorf("at twice Allowed: %v, want %v (15.5 x 0.5 + 2 = 9.75)", got, want)
+	}
+	if got, want := busy(l, 800*time.Millisecond, 1), []int{6}; !slices.Equal(got, want) {
+		t.Errorf("at four times Allowed: %v, want %v (9.75 x 0.5 + 2 = 6.9: the gradient floored at 0.5)", got, want)
+	}
+	if h := l.History(); h[len(h)-1].Reason != "shrink" || h[len(h)-1].LongMs != 50 {
+		t.Errorf("the last step: %+v, want shrink with the long average still 50 ms", h[len(h)-1])
+	}
+}
+
 // A supplier that serves 8 calls at once at 50 ms and n > 8 in n/8 as
 // long: the limit settles where its latency is within the tolerance of the
 // baseline (8 x 1.25 + 2 = 12, give or take a window's step), not at its
@@ -174,6 +214,7 @@ func TestBadConfigsAreRefused(t *testing.T) {
 		{Min: -1}, {Min: 5, Max: 4}, {Initial: 30}, {Initial: 2, Min: 3}, {Window: -1}, {LongWindows: -2},
 		{Tolerance: 0.5}, {Tolerance: math.NaN()}, {Tolerance: math.Inf(1)}, {Backoff: 1}, {Backoff: -0.1},
 		{Backoff: math.NaN()}, {Smoothing: 1.5}, {Smoothing: math.NaN()}, {QueueSize: -1}, {QueueSize: math.Inf(1)},
+		{Allowed: -time.Millisecond},
 	} {
 		if _, err := New(c); !errors.Is(err, ErrConfig) {
 			t.Errorf("New(%+v): %v, want ErrConfig", c, err)

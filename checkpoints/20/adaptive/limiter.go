@@ -122,14 +122,24 @@ type Token struct {
 	l        *Limiter
 	start    time.Time
 	inFlight int
+	cuts     int // the limit's cuts when it was let through
 	once     sync.Once
 }
 
 // Done gives the slot back and tells the limit the call's outcome and its
 // latency (from the moment it was let through). Calls after the first do
-// nothing.
+// nothing. A call let through before the limit's last cut says nothing of
+// the lower limit by its latency: its success is no sample (its failure
+// is, the supplier's own word), as TCP lowers its window once for the
+// losses of one window of data. Without that, the calls in flight when
+// latency jumped (a pause of our own process, a supplier's brief stall)
+// cut a limit again and again, 17 to 10 to 7 to 6 in three windows, for
+// one event.
 func (t *Token) Done(o Outcome) {
 	t.once.Do(func() {
+		if o == Success && t.l.limit.cutsNow() != t.cuts {
+			o = Ignore
+		}
 		t.l.limit.Sample(time.Since(t.start), t.inFlight, o)
 		t.l.mu.Lock()
 		t.l.inFlight--
@@ -175,7 +185,7 @@ func (l *Limiter) freeFor(p Priority) bool {
 func (l *Limiter) grant(p Priority) *Token {
 	l.inFlight++
 	l.passed[p]++
-	return &Token{l: l, start: time.Now(), inFlight: l.inFlight}
+	return &Token{l: l, start: time.Now(), inFlight: l.inFlight, cuts: l.limit.cutsNow()}
 }
 
 // Acquire lets the call through at once when a slot is free, or waits in
@@ -221,7 +231,7 @@ func (l *Limiter) Acquire(ctx context.Context, p Priority) (*Token, error) {
 	defer l.mu.Unlock()
 	if w.granted {
 		// Let through, perhaps at the very moment its wait ended: take it.
-		return &Token{l: l, start: time.Now(), inFlight: w.inFlight}, nil
+		return &Token{l: l, start: time.Now(), inFlight: w.inFlight, cuts: l.limit.cutsNow()}, nil
 	}
 	if !closed(w.ready) { // still in line: leave it
 		l.remove(p, w)

@@ -274,3 +274,73 @@ func TestLowCallsLeaveTheKeptSlots(t *testing.T) {
 		}
 	})
 }
+
+// A call let through before the limit's last cut says nothing of the lower
+// limit by its latency: it was queued under the higher one. At 20 (its
+// maximum; a window of 10, the long average at 50 ms; a step that leaves it
+// at 20 is no cut), 20 calls are let
+// through at once and all come back at 200 ms (our own process paused,
+// say): the first 10 cut the limit to 20 x 0.5 + 2 = 12; the other 10, let
+// through before that cut, are no samples (before: a second window at 200
+// ms took it to 12 x 0.5 + 2 = 8, and a third would have, for one event).
+// Calls let through after the cut count again: 10 at 50 ms grow it to 13.
+// A failure is the supplier's own word, whenever its call was let through:
+// 13 calls at once, all 503, back it off to 6 after 10; the other 3 and 7
+// more failures make the next window: 3.
+func TestACallFromBeforeACutIsNoSampleOfItsLatency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := mustNew(t, Config{Initial: 20, Max: 20, Backoff: 0.5})
+		l := NewLimiter(lim, Queue{})
+		batch := func(n int, rtt time.Duration, o Outcome) {
+			toks := make([]*Token, n)
+			for i := range toks {
+				tok, ok := l.TryAcquire(High)
+				if !ok {
+					t.Fatalf("call %d of %d: no slot at a limit of %d", i+1, n, lim.Current())
+				}
+				toks[i] = tok
+			}
+			time.Sleep(rtt)
+			for _, tok := range toks {
+				tok.Done(o)
+			}
+		}
+		// The baseline. A step that leaves the limit where it is cuts
+		// nothing: 15 calls let through at once, 10 back make a window (20,
+		// its maximum, stays), and the other 5 count towards the next with 5
+		// more; then one more window: 3 steps.
+		toks := make([]*Token, 15)
+		for i := range toks {
+			toks[i], _ = l.TryAcquire(High)
+		}
+		time.Sleep(50 * time.Millisecond)
+		for _, tok := range toks {
+			tok.Done(Success)
+		}
+		batch(5, 50*time.Millisecond, Success)
+		batch(10, 50*time.Millisecond, Success)
+		if got, steps := lim.Current(), len(lim.History())-1; got != 20 || steps != 3 {
+			t.Fatalf("at the baseline: %d after %d steps, want 20 after 3 (a step that does not lower the limit is no cut)", got, steps)
+		}
+		batch(20, 200*time.Millisecond, Success)
+		if got := lim.Current(); got != 12 {
+			t.Errorf("20 calls let through at once, all at 200 ms: %d, want 12 (cut once: the other 10 were let through before the cut)", got)
+		}
+		batch(10, 50*time.Millisecond, Success)
+		if got := lim.Current(); got != 13 {
+			t.Errorf("then 10 calls at 50 ms: %d, want 13 (samples again)", got)
+		}
+		batch(13, time.Millisecond, Dropped)
+		if got := lim.Current(); got != 6 {
+			t.Errorf("13 calls at once, all failed: %d, want 6 (13 x 0.5, after the first 10)", got)
+		}
+		batch(6, time.Millisecond, Dropped)
+		if got := lim.Current(); got != 6 {
+			t.Errorf("6 more failures: %d, want 6 (3 + 6 failures: no window yet)", got)
+		}
+		batch(1, time.Millisecond, Dropped)
+		if got := lim.Current(); got != 3 {
+			t.Errorf("a tenth failure: %d, want 3 (6 x 0.5: a failure counts whenever its call was let through)", got)
+		}
+	})
+}

@@ -3,6 +3,7 @@ package quoteflow
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -224,6 +225,138 @@ func TestTheInboundLimitAdaptsToWholeQuotes(t *testing.T) {
 	})
 }
 
+// The inbound limit shrinks for the latency the deadline cannot afford,
+// not for any queue: 6 quotes at once (InboundLimit 6, a window of 6), 3
+// rounds at 50 ms, then 2 at 150 ms (three times the baseline: the
+// suppliers' limits, from 12, shrink 8, 6 as their gradient says), then
+// one at 700 ms. The inbound limit holds 6 through the 150 ms rounds (a
+// quote in 150 ms of its 800 ms waited in a queue its deadline allows; by
+// the baseline's gradient it shrank to 5 at once) and shrinks at 700 ms,
+// past half the budget, as the baseline's gradient says: 6 x 0.5 + 2 = 5. Before, the inbound
+// limit read the suppliers' queues as its own and refused quotes that
+// would have been answered in time (lab load --rates, lesson 20: 2-3 %
+// below a fixed 24 from 80 quotes a second on).
+func TestTheInboundLimitShrinksOnlyForWhatTheDeadlineCannotAfford(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := newFake(nil)
+		s := newService(t, Config{Transport: fake, NoHedge: true, NoBreaker: true, MaxStale: -1, InboundLimit: 6,
+			Adaptive: &adaptive.Config{Initial: 12, Min: 1, Max: 12, Window: 6}})
+		for _, round := range []time.Duration{50, 50, 50, 150, 150, 700} {
+			fake.latency = round * time.Millisecond
+			quotesAtOnce(t, s, 6)
+		}
+		steps := func(h []adaptive.Step) (limits []int, reasons []string) {
+			for _, st := range h[1:] {
+				limits, reasons = append(limits, st.Limit), append(reasons, st.Reason)
+			}
+			return limits, reasons
+		}
+		st := s.LimitStats()
+		limits, reasons := steps(st.Inbound.History)
+		if want := []int{6, 6, 6, 6, 6, 5}; !slices.Equal(limits, want) || reasons[3] != "grow" || reasons[4] != "grow" || reasons[5] != "shrink" {
+			t.Errorf("inbound steps: %v %v, want %v, grown at 150 ms, shrunk at 700 ms", limits, reasons, want)
+		}
+		limits, reasons = steps(st.Suppliers["atlas"].History)
+		if want := []int{12, 12, 12, 8, 6, 5}; !slices.Equal(limits, want) || reasons[3] != "shrink" {
+			t.Errorf("atlas's steps: %v %v, want %v (a supplier's limit reads 150 ms, three times its baseline, as a queue)", limits, reasons, want)
+		}
+		if n := fake.TotalCalls(); n != 6*6*3 {
+			t.Errorf("%d supplier calls, want %d (every quote answered by every supplier)", n, 6*6*3)
+		}
+	})
+}
+
+// A call in its supplier's line belongs to a quote already let in: it
+// waits up to half the budget (400 ms), not the inbound line's 50 ms, and
+// never past its deadline less the floor. Each supplier serves one call at
+// once (a limit of 1; the shared limit does not bind), 300 ms a call, 3
+// quotes at once: the first is
+// answered at 300 ms, the second waits 300 ms in every line and is
+// answered at 600 ms (before, its calls were shed at 50 ms and the
+// quotes atlas and cedar answered were made for nothing), the third is
+// shed at every supplier's line at 400 ms.
+func TestACallWaitsInItsSuppliersLineWhileTheBudgetAllows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := newFake(nil)
+		fake.latency = 300 * time.Millisecond
+		s := newService(t, Config{Transport: fake, NoHedge: true, NoBreaker: true, MaxStale: -1, InboundLimit: 3, OutboundLimit: 100,
+			Adaptive: &adaptive.Config{Initial: 1, Min: 1, Max: 1}})
+		type answer struct {
+			took  time.Duration
+			codes map[string]Code
+			n     int
+		}
+		answers := make(chan answer, 3)
+		start := time.Now()
+		for range 3 {
+			go func() {
+				res, err := s.Quote(t.Context(), kb(1))
+				if err != nil {
+					t.Errorf("a quote: %v", err)
+				}
+				answers <- answer{time.Since(start), codes(res), len(res.Quotes)}
+			}()
+			synctest.Wait() // its calls sent or in line: the next one comes after it at every supplier
+		}
+		var got []answer
+		for range 3 {
+			got = append(got, <-answers)
+		}
+		slices.SortFunc(got, func(a, b answer) int { return int(a.took - b.took) })
+		shed := map[string]Code{"atlas": CodeShed, "boreal": CodeShed, "cedar": CodeShed}
+		if got[0].took != 300*time.Millisecond || got[0].n != 3 ||
+			got[1].took != 400*time.Millisecond || !maps.Equal(got[1].codes, shed) ||
+			got[2].took != 600*time.Millisecond || got[2].n != 3 {
+			t.Errorf("3 quotes at once, one call at a time per supplier, 300 ms a call: %+v; want answered at 300 ms, shed at every line at 400 ms, answered at 600 ms", got)
+		}
+	})
+}
+
+// A call waits in its supplier's line only while half its budget is left
+// (SupplierQueue.Reserve, half the budget): let through later, it would
+// time out and halve its supplier's limit. With the line's target out of
+// the way (5 s), one call at a time per supplier and 700 ms a call, the
+// first quote is answered at 700 ms; the second's calls wait and are shed
+// at 400 ms, when 400 ms of its 800 are left (with the floor alone as
+// the reserve they waited until 700 ms, were let through with 100 ms
+// left and timed out at 800).
+func TestACallLeavesItsSuppliersLineWhenHalfTheBudgetIsGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := newFake(nil)
+		fake.latency = 700 * time.Millisecond
+		s := newService(t, Config{Transport: fake, NoHedge: true, NoBreaker: true, MaxStale: -1, InboundLimit: 2, OutboundLimit: 100,
+			Adaptive: &adaptive.Config{Initial: 1, Min: 1, Max: 1}, SupplierQueue: adaptive.Queue{Target: 5 * time.Second}})
+		type answer struct {
+			took  time.Duration
+			codes map[string]Code
+			n     int
+		}
+		answers := make(chan answer, 2)
+		start := time.Now()
+		for range 2 {
+			go func() {
+				res, err := s.Quote(t.Context(), kb(1))
+				if err != nil {
+					t.Errorf("a quote: %v", err)
+				}
+				answers <- answer{time.Since(start), codes(res), len(res.Quotes)}
+			}()
+			synctest.Wait() // its calls sent or in line
+		}
+		early, late := <-answers, <-answers
+		if early.took > late.took {
+			early, late = late, early
+		}
+		shed := map[string]Code{"atlas": CodeShed, "boreal": CodeShed, "cedar": CodeShed}
+		if early.took != 400*time.Millisecond || !maps.Equal(early.codes, shed) || late.took != 700*time.Millisecond || late.n != 3 {
+			t.Errorf("2 quotes at once, one call at a time per supplier, 700 ms a call: %+v, then %+v; want one shed at every line at 400 ms (half its budget left), the other answered at 700 ms", early, late)
+		}
+		if n := fake.TotalCalls(); n != 3 {
+			t.Errorf("%d supplier calls, want 3 (none let through with less than half the budget left)", n)
+		}
+	})
+}
+
 // The connection pool the service owns holds at least the outbound limit:
 // a pool of 6 under limits of up to 24 a supplier would be the real limit.
 func TestThePoolIsAtLeastTheOutboundLimit(t *testing.T) {
@@ -233,7 +366,13 @@ func TestThePoolIsAtLeastTheOutboundLimit(t *testing.T) {
 		want int
 	}{
 		{"fixed, as lesson 19", Config{}, DefaultPoolSize},
-		{"adaptive, 3 x 24", Config{Adaptive: &adaptive.Config{}}, 3 * adaptive.DefaultMax},
+		// Every supplier's limit at its maximum and its full line: the
+		// shared limit never binds before the suppliers' lines, which serve
+		// single quotes first (at 3 x 24, 72, lab demo 20 priority's
+		// quotes waited for it behind basket lines, first come first
+		// served, past their deadline).
+		{"adaptive, 3 x (24 + 16)", Config{Adaptive: &adaptive.Config{}}, 3 * (adaptive.DefaultMax + adaptive.DefaultQueueMax)},
+		{"adaptive, a line of 4", Config{Adaptive: &adaptive.Config{Max: 10}, SupplierQueue: adaptive.Queue{Max: 4}}, 3 * (10 + 4)},
 		{"adaptive, --outbound 40", Config{Adaptive: &adaptive.Config{}, OutboundLimit: 40}, 40},
 		{"adaptive, a pool set", Config{Adaptive: &adaptive.Config{}, PoolSize: 10}, 10},
 	} {

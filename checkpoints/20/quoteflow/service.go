@@ -97,8 +97,10 @@ type Config struct {
 	// (package adaptive), with a line of waiters SupplierQueue (probes,
 	// then single quotes, then basket lines, which leave the top
 	// SupplierQueue.Kept of the limit to the others: 0 is
-	// adaptive.DefaultKept, a quarter; negative none); the shared outbound
-	// limit then bounds all suppliers together at OutboundLimit, or 3 x Max
+	// adaptive.DefaultKept, a quarter; negative none; a call waits at most
+	// SupplierQueue.Target, 0: half the Budget); the shared outbound
+	// limit then bounds all suppliers together at OutboundLimit, or 3 x
+	// (Max + SupplierQueue.Max)
 	// when that is 0. Nil: one fixed outbound limit, as in lesson 19.
 	Adaptive      *adaptive.Config
 	SupplierQueue adaptive.Queue
@@ -162,7 +164,14 @@ func New(cfg Config) (*Service, error) {
 	if limiter == nil {
 		outbound = cmp.Or(cfg.OutboundLimit, DefaultOutbound)
 		if cfg.Adaptive != nil && cfg.OutboundLimit == 0 {
-			outbound = len(suppliers) * cmp.Or(cfg.Adaptive.Max, adaptive.DefaultMax)
+			// Room for every supplier's limit at its maximum and its full
+			// line: a call takes the shared slot before its supplier's line,
+			// and a shared limit that binds first makes every call wait in
+			// one line, first come first served, and the suppliers' lines
+			// never see the single quotes they would serve before basket
+			// lines (lab demo 20 priority: quotes' p99 past their deadline).
+			line := max(0, cmp.Or(cfg.SupplierQueue.Max, adaptive.DefaultQueueMax))
+			outbound = len(suppliers) * (cmp.Or(cfg.Adaptive.Max, adaptive.DefaultMax) + line)
 		}
 		limiter = fanout.NewLocal(outbound)
 	}

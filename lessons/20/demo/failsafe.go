@@ -24,8 +24,9 @@ import (
 // (boreal) of the provider's capacity schedule, made directly (no
 // QuoteFlow), a third of them single quotes' (high priority) and two
 // thirds basket lines' (low), each call with the quote's 800 ms deadline.
-// Each limiter is set as checkpoint 20 sets a supplier's: a limit in
-// [1, 24] from 4, a wait in line of at most 50 ms; each has a provider lab
+// Each limiter's limit is set as checkpoint 20 sets a supplier's, in
+// [1, 24] from 4, with the package's default wait in line, at most 50 ms
+// (QuoteFlow's supplier lines wait longer); each has a provider lab
 // of its own (the default seed, the same schedule), and both run at once.
 
 const (

@@ -30,9 +30,9 @@ func newLimitFlags(fs *flag.FlagSet) *limitFlags {
 	fs.IntVar(&l.initial, "limit-initial", adaptive.DefaultInitial, "each supplier's adaptive limit before any call")
 	fs.IntVar(&l.lo, "limit-min", adaptive.DefaultMin, "each supplier's adaptive limit never goes below this (at least 1)")
 	fs.IntVar(&l.hi, "limit-max", adaptive.DefaultMax, "each supplier's adaptive limit never goes above this (at most 1000)")
-	fs.DurationVar(&l.supplierTarget, "limit-queue-target", adaptive.DefaultQueueTarget, "the longest a call waits for its supplier's limit before it is shed")
+	fs.DurationVar(&l.supplierTarget, "limit-queue-target", quoteflow.DefaultBudget/2, "the longest a call waits for its supplier's limit before it is shed (default half the default budget: the request was let in, and its other calls are made)")
 	fs.DurationVar(&l.inboundTarget, "inbound-queue-target", adaptive.DefaultQueueTarget, "the longest a request waits for an inbound slot before 503 + Retry-After; 0: none waits (rejected at once)")
-	fs.IntVar(&l.outbound, "outbound", 0, fmt.Sprintf("supplier calls in flight at once, every supplier together: with --no-adaptive the fixed limit (0: %d); with adaptive limits a cap over them (0: 3 x --limit-max)", quoteflow.DefaultOutbound))
+	fs.IntVar(&l.outbound, "outbound", 0, fmt.Sprintf("supplier calls in flight at once, every supplier together: with --no-adaptive the fixed limit (0: %d); with adaptive limits a cap over them (0: 3 x (--limit-max + 16), every supplier's limit and its line)", quoteflow.DefaultOutbound))
 	fs.IntVar(&l.inbound, "inbound", 0, fmt.Sprintf("requests (quotes and baskets) in progress at once: with adaptive limits the most the inbound limit (adaptive too) grows to (0: --limit-max); with --no-adaptive the fixed limit (0: %d)", quoteflow.DefaultInbound))
 	fs.IntVar(&l.inboundQueue, "inbound-queue", adaptive.DefaultQueueMax, "requests that may wait for an inbound slot at once (single quotes push baskets out)")
 	return l
@@ -103,7 +103,7 @@ func (l *limitFlags) outboundLimit() int {
 	case l.outbound > 0:
 		return l.outbound
 	case !l.off:
-		return 3 * l.hi
+		return 3 * (l.hi + adaptive.DefaultQueueMax)
 	}
 	return quoteflow.DefaultOutbound
 }
