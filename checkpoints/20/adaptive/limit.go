@@ -46,12 +46,13 @@ type Config struct {
 	// QueueSize is what the limit grows by (times Smoothing) in a window
 	// whose latency stays at the baseline: 2.
 	QueueSize float64
-	// Allowed is a latency the caller can afford whatever the baseline: a
-	// window whose every call came back within Allowed never shrinks the
-	// limit; once one is slower, the baseline's gradient decides. For a
-	// limit on whole requests with a deadline (QuoteFlow's inbound limit),
-	// a queue every request's deadline allows is no reason to refuse work.
-	// 0: the baseline alone decides, as in Gradient2.
+	// Allowed is a latency the caller can afford whatever the baseline:
+	// when set, the gradient is Allowed over the window's slowest call,
+	// within [0.5, 2], not the baseline's, so a window whose every call came
+	// back within Allowed never shrinks the limit. For a limit on whole
+	// requests with a deadline (QuoteFlow's inbound limit), a queue every
+	// request's deadline allows is no reason to refuse work. 0: the
+	// baseline alone decides, as in Gradient2.
 	Allowed time.Duration
 }
 

@@ -41,7 +41,8 @@ func (s *Service) setLimits(cfg Config) error {
 	// answered within half its budget waited in a queue its deadline
 	// allows. Shrinking for it refused quotes that would have been answered
 	// in time (lab load --rates: 2-3 % below a fixed 24 from 80 quotes a
-	// second on); past half the budget the limit shrinks as before.
+	// second on); past half the budget it shrinks by how far the slowest
+	// quote went past it (adaptive.Config.Allowed).
 	in.Allowed = cmp.Or(in.Allowed, s.budget/2)
 	il, err := adaptive.New(in)
 	if err != nil {
